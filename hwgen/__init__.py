@@ -1,0 +1,25 @@
+"""hwgen: compile tiled parallel-pattern programs into metapipelined hardware.
+
+    import hwgen as hw
+    from hwgen import int32
+
+    @hw.kernel
+    def dotproduct(a: hw.Array[int32, 1024], b: hw.Array[int32, 1024]) -> int32:
+        return hw.sum(1024, lambda i: a[i] * b[i])
+
+The public names are fixed by SPEC.md; see README.md for a tour.
+"""
+
+from .dtypes import DType, bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64
+from .errors import HwgenError, MismatchError, ScheduleError, SimulationError, TraceError, TypeMismatchError, UnsupportedError
+from .kernel import Kernel, kernel
+from .signature import Array
+from .trace import full, map_ as map, matmul, max_ as max, maximum, min_ as min, minimum, reduce, sum_ as sum, where, zeros
+from .dram import DramConfig
+
+__all__ = [
+    "Array", "DType", "DramConfig", "HwgenError", "Kernel", "MismatchError", "ScheduleError",
+    "SimulationError", "TraceError", "TypeMismatchError", "UnsupportedError", "bool_", "full",
+    "int8", "int16", "int32", "int64", "kernel", "map", "matmul", "max", "maximum", "min",
+    "minimum", "reduce", "sum", "uint8", "uint16", "uint32", "uint64", "where", "zeros",
+]

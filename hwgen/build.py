@@ -1,0 +1,119 @@
+"""Build: a kernel and its schedule become an Amaranth design, Verilog and a report.
+
+    elaborate(kernel) -> Design     everything in memory: loop program, component, Verilog
+    build(kernel, out_dir) -> Design  also writes out_dir/<kernel>/<kernel>.v and report.json
+
+Files are written to a temporary folder and renamed into place, so a failed build leaves
+nothing half-written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from . import loops
+from .dram import DramConfig
+from .emit import to_verilog, waivers
+from .errors import UnsupportedError
+from .hw.top import KernelTop
+from .model import predict
+from .passes.lower import lower
+
+
+@dataclass
+class Design:
+    """A built kernel. `component` is the Amaranth `wiring.Component` (instantiate it inside
+    your own design); `verilog` its Verilog text; `report` what report.json holds."""
+
+    kernel: object
+    dram: DramConfig
+    program: loops.LoopProgram
+    component: KernelTop
+    verilog: str
+    report: dict
+    paths: dict = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+
+def check_supported(kernel) -> None:
+    """Reject schedules this version cannot build yet, with the reason."""
+    s = kernel.schedule
+    for what, value in (("tile", s.tile), ("par", s.par), ("metapipeline", s.metapipeline)):
+        if value:
+            raise UnsupportedError(
+                f"kernel '{kernel.name}': {what}={value} is not supported yet (tiling, parallel "
+                f"lanes and metapipelining come with the tiling issue); build the baseline with "
+                f"with_schedule(tile={{}}, par={{}}, metapipeline=False)", s.loc
+            )
+
+
+def elaborate(kernel, dram: DramConfig | None = None) -> Design:
+    dram = dram or DramConfig()
+    started = time.perf_counter()
+    check_supported(kernel)
+    prog = lower(kernel.program, kernel.schedule.tile)
+    top = KernelTop(prog, dram)
+    text = to_verilog(top, kernel.name)
+    elapsed = time.perf_counter() - started
+    report = make_report(kernel, dram, prog, top, elapsed)
+    return Design(kernel, dram, prog, top, text, report)
+
+
+def make_report(kernel, dram: DramConfig, prog, top: KernelTop, seconds: float) -> dict:
+    model = predict(prog, dram, top)
+    return {
+        "kernel": kernel.name,
+        "schedule": kernel.schedule.describe(),
+        "dram": {"latency": dram.latency, "words_per_cycle": dram.words_per_cycle,
+                 "word_bits": top.word_bits, "addr_bits": dram.addr_bits},
+        "predicted_cycles": model.cycles,
+        "roofline_cycles": model.roofline,
+        "compute_bound_cycles": model.compute_bound,
+        "memory_bound_cycles": model.memory_bound,
+        "lanes": model.lanes,
+        "memories": [{"name": m.name, "dtype": m.dtype.name, "shape": list(m.shape), "kind": "registers"}
+                     for m in prog.mems],
+        "ports": {
+            "params": [{"name": p.name, "dtype": p.dtype.name} for p in kernel.params if not p.is_array],
+            "arrays": [{"name": d.name, "dtype": d.dtype.name, "shape": list(d.shape), "role": d.role}
+                       for d in prog.drams],
+            "results": [{"name": s.name, "dtype": s.mem.dtype.name} for s in prog.scalar_outs],
+        },
+        "controllers": model.tree,
+        "build_seconds": round(seconds, 3),
+    }
+
+
+def build(kernel, out_dir="rtl_out", dram: DramConfig | None = None) -> Design:
+    design = elaborate(kernel, dram)
+    final = os.path.join(os.fspath(out_dir), kernel.name)
+    os.makedirs(os.fspath(out_dir), exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".{kernel.name}-", dir=os.fspath(out_dir))
+    try:
+        with open(os.path.join(tmp, f"{kernel.name}.v"), "w") as f:
+            f.write(design.verilog)
+        with open(os.path.join(tmp, f"{kernel.name}.vlt"), "w") as f:
+            f.write(waivers(kernel.name))
+        with open(os.path.join(tmp, "report.json"), "w") as f:
+            json.dump(design.report, f, indent=2)
+            f.write("\n")
+        if os.path.isdir(final):
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    design.paths = {
+        "verilog": os.path.join(final, f"{kernel.name}.v"),
+        "waivers": os.path.join(final, f"{kernel.name}.vlt"),
+        "report": os.path.join(final, "report.json"),
+    }
+    return design

@@ -1,0 +1,194 @@
+"""The `hwgen` command line.
+
+    hwgen build APP.py [--kernel NAME] [--out DIR] [--show-ir]
+    hwgen sim   APP.py [--kernel NAME] [--seed S] [--waves] [--latency N] [--jitter N]
+
+Every user mistake is printed as one line, `error: FILE:LINE: message`, with exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import inspect
+import os
+import sys
+import time
+
+import numpy as np
+
+from .dram import DramConfig
+from .errors import CliError, HwgenError, Loc, MismatchError, show_path
+from .kernel import Kernel
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise CliError(message, Loc("hwgen", 0)) from None
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="hwgen", description="Compile parallel-pattern kernels to hardware.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    b = sub.add_parser("build", help="write Verilog and report.json for each kernel in APP.py")
+    b.add_argument("app", metavar="APP.py")
+    b.add_argument("--kernel", help="only the kernel of this name")
+    b.add_argument("--out", default="rtl_out", help="output folder (default rtl_out)")
+    b.add_argument("--show-ir", action="store_true", help="print the pattern IR, dataflow graph and loop program")
+    s = sub.add_parser("sim", help="simulate each kernel in Verilator and check it against the golden model")
+    s.add_argument("app", metavar="APP.py")
+    s.add_argument("--kernel", help="only the kernel of this name")
+    s.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
+    s.add_argument("--waves", action="store_true", help="also write rtl_out/<kernel>/<kernel>.fst")
+    s.add_argument("--latency", type=int, default=DramConfig.latency, help="DRAM read latency in cycles")
+    s.add_argument("--jitter", type=int, default=0, help="random extra DRAM latency, up to this many cycles")
+    return p
+
+
+def load_app(path: str):
+    """Import APP.py as a module; returns it."""
+    if not os.path.exists(path):
+        raise CliError("no such file", Loc(path, 0))
+    if not path.endswith(".py"):
+        raise CliError("not a Python file (expected APP.py)", Loc(path, 0))
+    name = "hwgen_app_" + os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    folder = os.path.dirname(os.path.abspath(path))
+    sys.path.insert(0, folder)
+    try:
+        spec.loader.exec_module(module)
+    except HwgenError:
+        raise
+    except SyntaxError as e:
+        raise CliError(f"SyntaxError: {e.msg}", Loc(path, e.lineno or 0)) from None
+    except Exception as e:
+        line = _app_line(e.__traceback__, path)
+        raise CliError(f"loading {path} failed: {type(e).__name__}: {e}", Loc(path, line)) from None
+    finally:
+        sys.path.remove(folder)
+    return module
+
+
+def _app_line(tb, path: str) -> int:
+    line = 0
+    target = os.path.abspath(path)
+    while tb is not None:
+        if os.path.abspath(tb.tb_frame.f_code.co_filename) == target:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def kernels_of(module, path: str, name: str | None) -> list:
+    found = [(k, v) for k, v in vars(module).items() if isinstance(v, Kernel)]
+    if not found:
+        raise CliError("defines no @hw.kernel at module level", Loc(path, 0))
+    if name is None:
+        return [v for _, v in found]
+    for k, v in found:
+        if k == name or v.name == name:
+            return [v]
+    names = ", ".join(k for k, _ in found)
+    raise CliError(f"no kernel named '{name}' (it has: {names})", Loc(path, 0))
+
+
+def random_inputs(kernel: Kernel, seed: int) -> tuple:
+    """Seeded random arguments covering each dtype's whole range."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for p in kernel.params:
+        shape = p.shape or ()
+        if p.dtype.is_bool:
+            v = rng.integers(0, 2, shape).astype(np.bool_)
+        else:
+            v = rng.integers(p.dtype.min, p.dtype.max, shape, dtype=p.dtype.np, endpoint=True)
+        out.append(v if p.shape else (v.item() if p.dtype.is_bool else p.dtype.np.type(v)))
+    return tuple(out)
+
+
+def app_inputs(module, kernel: Kernel, seed: int, path: str):
+    """The app's own inputs() for this kernel, or None."""
+    fn = getattr(module, "inputs", None)
+    if fn is None:
+        return None
+    try:
+        params = inspect.signature(fn).parameters
+        value = fn(seed) if params else fn()
+    except HwgenError:
+        raise
+    except Exception as e:
+        raise CliError(f"inputs() failed: {type(e).__name__}: {e}", Loc(path, _app_line(e.__traceback__, path))) from None
+    if isinstance(value, dict):
+        value = value.get(kernel.name)
+        if value is None:
+            return None
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+def cmd_build(args) -> int:
+    module = load_app(args.app)
+    for k in kernels_of(module, args.app, args.kernel):
+        t = time.perf_counter()
+        if args.show_ir:
+            print(k.show_ir())
+        design = k.build(out_dir=args.out)
+        if args.show_ir:
+            from .loops import show
+
+            print(show(design.program))
+        r = design.report
+        print(f"built {k.name}: {design.paths['verilog']}  predicted {r['predicted_cycles']} cycles, "
+              f"roofline {r['roofline_cycles']}  ({time.perf_counter() - t:.2f} s)")
+    return 0
+
+
+def cmd_sim(args) -> int:
+    module = load_app(args.app)
+    dram = DramConfig(latency=args.latency, jitter=args.jitter)
+    status = 0
+    for k in kernels_of(module, args.app, args.kernel):
+        inputs = app_inputs(module, k, args.seed, args.app)
+        source = "inputs()"
+        if inputs is None:
+            inputs, source = random_inputs(k, args.seed), f"random inputs, seed {args.seed}"
+        try:
+            r = k.verify(*inputs, waves=args.waves, dram=dram, seed=args.seed)
+        except MismatchError as e:
+            print(f"FAIL {k.name}: {e.message}")
+            status = 1
+            continue
+        err = 100 * r.prediction_error
+        print(f"PASS {k.name} ({source}): measured {r.cycles} cycles, predicted {r.predicted_cycles} "
+              f"({err:+.1f} %), roofline {r.roofline_cycles} ({100 * r.roofline_efficiency:.1f} % of "
+              f"roofline); build {r.build_seconds:.1f} s, simulation {r.sim_seconds:.1f} s")
+        if r.waves:
+            print(f"  waves: {r.waves}")
+    return status
+
+
+def _where(loc) -> str:
+    if loc is None or loc.file == "hwgen":
+        return ""
+    return f"{loc}: " if loc.line else f"{show_path(loc.file)}: "
+
+
+def main(argv=None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+        if args.command is None:
+            _parser().print_help()
+            return 1
+        return {"build": cmd_build, "sim": cmd_sim}[args.command](args)
+    except HwgenError as e:
+        print(f"error: {_where(e.loc)}{e.message.splitlines()[0]}", file=sys.stderr)
+        if getattr(e, "log", "") and os.environ.get("HWGEN_VERBOSE"):
+            print(e.log, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

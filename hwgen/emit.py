@@ -1,0 +1,55 @@
+"""Verilog emission and its lint waivers.
+
+`to_verilog(component, name)` turns an Amaranth component into Verilog with Yosys (the same
+steps as `amaranth.back.verilog.convert`, plus `opt_clean -purge` to drop wires nothing uses),
+with no source attributes, so the same design always gives the same bytes.
+
+`waivers(name)` is a Verilator configuration file that switches off, for that generated file
+only, the lint rules that flag idioms of Amaranth's and Yosys's Verilog rather than mistakes:
+
+- PROCASSINIT: registers carry their reset value as an initialiser (FPGA power-up state).
+- DECLFILENAME: one file holds the kernel and its submodules (`kernel.pipe0`, ...).
+- WIDTHEXPAND / WIDTHTRUNC: Yosys writes operands of different widths and relies on Verilog's
+  extension rules; truncation is hwgen's wrap-around, checked bit-exact in simulation.
+- UNUSEDSIGNAL: Yosys keeps named copies of submodule ports and the carry bits of adders.
+Every other -Wall warning stays on; the tests require none.
+"""
+
+from __future__ import annotations
+
+from amaranth._toolchain.yosys import find_yosys
+from amaranth.back import rtlil
+from amaranth.hdl import _ast, _ir
+from amaranth.lib import wiring
+
+WAIVED = ("PROCASSINIT", "DECLFILENAME", "WIDTHEXPAND", "WIDTHTRUNC", "UNUSEDSIGNAL")
+
+_ATTRS = "-remove generator -remove top -remove src -remove amaranth.hierarchy -remove amaranth.decoding"
+
+
+def to_verilog(component: wiring.Component, name: str) -> str:
+    ports = {}
+    for path, member, value in component.signature.flatten(component):
+        if isinstance(value, _ast.ValueCastable):
+            value = value.as_value()
+        direction = _ir.PortDirection.Input if member.flow == wiring.In else _ir.PortDirection.Output
+        ports["__".join(map(str, path))] = (value, direction)
+    fragment = _ir.Fragment.get(component, None)
+    text, _ = rtlil.convert_fragment(fragment, ports, name, emit_src=False)
+    yosys = find_yosys(lambda version: version >= (0, 40))
+    script = [
+        f"read_rtlil <<rtlil\n{text}\nrtlil",
+        "proc -nomux -norom",
+        "memory_collect",
+        "opt_clean -purge",
+        f"attrmap {_ATTRS}",
+        f"attrmap -modattr {_ATTRS}",
+        "write_verilog -norename",
+    ]
+    return yosys.run(["-q", "-"], "\n".join(script), ignore_warnings=True)
+
+
+def waivers(name: str) -> str:
+    lines = ["`verilator_config", f"// Lint waivers for the generated {name}.v (see hwgen/emit.py for why)."]
+    lines += [f'lint_off -rule {rule} -file "*{name}.v"' for rule in WAIVED]
+    return "\n".join(lines) + "\n"

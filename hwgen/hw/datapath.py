@@ -1,0 +1,302 @@
+"""Hardware for scalar expressions: numpy's integer semantics in Amaranth, pipelined.
+
+Every node's hardware value is an Amaranth value holding the node's exact integer value. Its
+shape comes from `value_range`: a node whose numpy result cannot wrap (index arithmetic, say)
+gets the narrowest shape that holds its range; any other node gets its dtype's full shape, and
+assigning the exact (widened) Amaranth result into that shape is numpy's wrap-around. Amaranth
+arithmetic, comparison and floor division are exact on mixed signedness, so operands need no
+conversion except for `invert` and shift amounts.
+
+`Datapath.at(node, stage)` gives a node's value at a pipeline stage (timing.py decides where
+each node is computed); values needed later than they are made are carried in registers.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Mux, Shape, Signal, signed, unsigned
+
+from .. import ir
+from .timing import Timing
+
+
+def dtype_shape(dtype) -> Shape:
+    return signed(dtype.bits) if dtype.signed else unsigned(dtype.bits)
+
+
+def value_range(node, extents: dict, memo: dict | None = None) -> tuple:
+    """Exact bounds (lo, hi) of `node`'s value; `extents`: counter name -> extent."""
+    memo = {} if memo is None else memo
+    found = memo.get(node)
+    if found is not None:
+        return found
+    out = _range(node, extents, memo)
+    memo[node] = out
+    return out
+
+
+def _range(node, extents, memo):
+    dt = node.dtype
+    full = (dt.min, dt.max)
+    if isinstance(node, ir.Const):
+        return node.value, node.value
+    if isinstance(node, ir.Index):
+        return 0, extents[node.name] - 1
+    if isinstance(node, ir.Binary) and node.op in ir.COMPARE:
+        return 0, 1
+    if isinstance(node, ir.Cast):
+        if dt.is_bool:
+            return 0, 1
+        lo, hi = value_range(node.a, extents, memo)
+        return (lo, hi) if dt.fits(lo) and dt.fits(hi) else full
+    if isinstance(node, ir.Select):
+        a, b = value_range(node.a, extents, memo), value_range(node.b, extents, memo)
+        return min(a[0], b[0]), max(a[1], b[1])
+    if isinstance(node, ir.Binary) and node.op in ("add", "sub", "mul", "max", "min"):
+        (alo, ahi), (blo, bhi) = value_range(node.a, extents, memo), value_range(node.b, extents, memo)
+        if node.op == "add":
+            lo, hi = alo + blo, ahi + bhi
+        elif node.op == "sub":
+            lo, hi = alo - bhi, ahi - blo
+        elif node.op == "mul":
+            p = (alo * blo, alo * bhi, ahi * blo, ahi * bhi)
+            lo, hi = min(p), max(p)
+        elif node.op == "max":
+            lo, hi = max(alo, blo), max(ahi, bhi)
+        else:
+            lo, hi = min(alo, blo), min(ahi, bhi)
+        return (lo, hi) if dt.fits(lo) and dt.fits(hi) else full
+    if isinstance(node, ir.Unary) and node.op in ("neg", "abs"):
+        lo, hi = value_range(node.a, extents, memo)
+        if node.op == "neg":
+            lo, hi = -hi, -lo
+        else:
+            lo, hi = (0 if lo <= 0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
+        return (lo, hi) if dt.fits(lo) and dt.fits(hi) else full
+    return full
+
+
+def range_shape(lo: int, hi: int) -> Shape:
+    """The narrowest Amaranth shape holding every integer in [lo, hi]."""
+    if lo >= 0:
+        return unsigned(max(1, hi.bit_length()))
+    return signed(max((-lo - 1).bit_length(), hi.bit_length()) + 1)
+
+
+class Datapath:
+    """Builds the hardware of the expressions of one Pipe into module `m`.
+
+    `leaf(node)` gives the value of an Index or Param (`static(node)` says whether it holds
+    still during the pipe); `read(node, addr_value, stage)` performs a MemRead whose flat
+    address is valid at `stage` and returns its data, valid `mem_latency(mem)` cycles later.
+    """
+
+    def __init__(self, m, timing: Timing, extents: dict, leaf, static, read, mem_latency, name="dp"):
+        self.m = m
+        self.mem_latency = mem_latency
+        self.timing = timing
+        self.extents = extents
+        self.leaf = leaf
+        self.is_static_leaf = static
+        self.read = read
+        self.name = name
+        self._made: dict = {}
+        self._delayed: dict = {}
+        self._ranges: dict = {}
+        self._static: dict = {}
+        self._n = 0
+
+    def shape(self, node) -> Shape:
+        return range_shape(*value_range(node, self.extents, self._ranges))
+
+    def static(self, node) -> bool:
+        found = self._static.get(node)
+        if found is None:
+            if isinstance(node, (ir.Index, ir.Param)):
+                found = self.is_static_leaf(node)
+            elif isinstance(node, ir.Const):
+                found = True
+            elif isinstance(node, ir.MemRead):
+                found = False
+            else:
+                found = all(self.static(c) for c in ir.children(node))
+            self._static[node] = found
+        return found
+
+    def signal(self, shape, hint: str) -> Signal:
+        self._n += 1
+        return Signal(shape, name=f"{self.name}_{hint}{self._n}")
+
+    def at(self, node, stage: int):
+        """`node`'s value at pipeline `stage` (not before the stage it is computed in)."""
+        made_stage = self.timing.stage[node]
+        value = self.made(node)
+        if stage == made_stage or self.static(node):
+            return value
+        assert stage > made_stage, f"{node} needed at stage {stage} before it is made ({made_stage})"
+        key = (node, stage)
+        found = self._delayed.get(key)
+        if found is None:
+            prev = self.at(node, stage - 1)
+            found = self.signal(self.shape(node), f"d{stage}_")
+            self.m.d.sync += found.eq(prev)
+            self._delayed[key] = found
+        return found
+
+    def made(self, node):
+        """The value of `node` in the stage it is computed in."""
+        found = self._made.get(node)
+        if found is None:
+            found = self._make(node)
+            self._made[node] = found
+        return found
+
+    def _operand(self, node, of) -> object:
+        return self.at(node, self.timing.stage[of] - self._latency(of))
+
+    @staticmethod
+    def _latency(node) -> int:
+        if isinstance(node, ir.Binary) and node.op in ("mul", "floordiv", "mod"):
+            return 1
+        return 0
+
+    def _make(self, node):
+        if isinstance(node, (ir.Index, ir.Param)):
+            return self.leaf(node)
+        if isinstance(node, ir.Const):
+            return Const(node.value, self.shape(node))
+        if isinstance(node, ir.MemRead):
+            return self._mem_read(node)
+        out = self.signal(self.shape(node), type(node).__name__.lower()[:3] + "_")
+        value = self._compute(node)
+        if self._latency(node):
+            self.m.d.sync += out.eq(value)
+        else:
+            self.m.d.comb += out.eq(value)
+        return out
+
+    def _mem_read(self, node: ir.MemRead):
+        shape = node.mem.shape
+        if node.idx:
+            stage = self.timing.stage[node] - self._read_latency(node)
+            idx = [self.at(i, stage) for i in node.idx]
+            addr = flat_address(idx, shape)
+            return self.read(node, addr, stage)
+        return self.read(node, None, self.timing.stage[node])
+
+    def _read_latency(self, node) -> int:
+        return self.mem_latency(node.mem)
+
+    def _compute(self, node):
+        return compute(node, [self._operand(c, node) for c in ir.children(node)])
+
+    def combine(self, op: ir.Combiner, old, new, dtype):
+        """`op(old, new)` as combinational logic (an accumulator update)."""
+        a, b = ir.Param("%a", dtype), ir.Param("%b", dtype)
+        expr = ir.Binary(op.op, a, b, dtype) if op.expr is None else op.expr
+        return self.comb_eval(expr, {"%a": old, "%b": new})
+
+    def comb_eval(self, expr, params: dict):
+        """`expr` as combinational logic; Params are bound to the values in `params`."""
+        return build_comb(self.m, expr, lambda n: params[n.name], self.extents, self.signal)
+
+
+def build_comb(m, expr, leaf, extents: dict, new_signal):
+    """`expr` as combinational logic in `m`. `leaf(node)` gives Index and Param values;
+    `new_signal(shape, hint)` makes a named Signal."""
+    memo: dict = {}
+    ranges: dict = {}
+
+    def go(n):
+        found = memo.get(n)
+        if found is not None:
+            return found
+        if isinstance(n, (ir.Param, ir.Index)):
+            out = leaf(n)
+        elif isinstance(n, ir.Const):
+            out = Const(n.value, range_shape(n.value, n.value))
+        else:
+            out = new_signal(range_shape(*value_range(n, extents, ranges)), "c_")
+            m.d.comb += out.eq(compute(n, [go(c) for c in ir.children(n)]))
+        memo[n] = out
+        return out
+
+    return go(expr)
+
+
+def compute(node, operands: list):
+    """The exact Amaranth value of `node` given its operands' values (in child order)."""
+    dt = node.dtype
+    if isinstance(node, ir.Cast):
+        (a,) = operands
+        return a != 0 if dt.is_bool and not node.a.dtype.is_bool else a
+    if isinstance(node, ir.Select):
+        c, a, b = operands
+        return Mux(c, a, b)
+    if isinstance(node, ir.Unary):
+        (a,) = operands
+        if node.op == "neg":
+            return -a
+        if node.op == "abs":
+            return Mux(a < 0, -a, a)
+        return ~a if dt.is_bool else ~_fit(a, dt)
+    a, b = operands
+    name = node.op
+    if name == "add":
+        return a + b
+    if name == "sub":
+        return a - b
+    if name == "mul":
+        return a * b
+    if name == "floordiv":
+        return a // b
+    if name == "mod":
+        return a % b
+    if name in ("and", "or", "xor"):
+        if not dt.is_bool:
+            a, b = _fit(a, dt), _fit(b, dt)
+        return {"and": a & b, "or": a | b, "xor": a ^ b}[name]
+    if name in ("shl", "shr"):
+        return _shift(name, a, b, node.a.dtype)
+    if name == "max":
+        return Mux(a >= b, a, b)
+    if name == "min":
+        return Mux(a <= b, a, b)
+    return {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[name]
+
+
+def _fit(value, dtype):
+    """`value` (exact, within dtype's range) as a value of exactly dtype's shape."""
+    shape = dtype_shape(dtype)
+    width = shape.width
+    bits = value[:width] if len(value) >= width else _extend(value, width)
+    return bits.as_signed() if shape.signed else bits.as_unsigned()
+
+
+def _extend(value, width):
+    """Sign- or zero-extend `value` to `width` bits (by its own signedness)."""
+    if value.shape().signed:
+        return Cat(value, value[-1].replicate(width - len(value)))
+    return Cat(value, Const(0, width - len(value)))
+
+
+def _shift(name: str, a, amount, dtype):
+    """numpy's shift: the amount's bits as unsigned; >= the width gives 0 (or the sign)."""
+    width = dtype.bits
+    amt = _fit(amount, dtype).as_unsigned()
+    small_bits = max(1, (width - 1).bit_length())
+    big = amt >= width
+    if name == "shl":
+        return Mux(big, 0, (a << amt[:small_bits])[:width])
+    fill = Mux(a < 0, -1, 0) if dtype.signed else 0
+    return Mux(big, fill, a >> amt[:small_bits])
+
+
+def flat_address(idx, shape):
+    """Row-major flat address of index values `idx` into an array of `shape`."""
+    addr = None
+    stride = 1
+    for value, n in reversed(list(zip(idx, shape))):
+        term = value if stride == 1 else value * stride
+        addr = term if addr is None else addr + term
+        stride *= n
+    return addr

@@ -1,0 +1,133 @@
+"""The DRAM channel: its signals, and the arbiter that shares it among tile units.
+
+The kernel has one channel, `mem`, made of three valid/ready streams (a transfer happens in a
+cycle where both valid and ready are high; valid, once high, stays high with the same payload
+until ready):
+
+    mem.rd_req   kernel -> DRAM   addr (word address), tag
+                 read the `words` consecutive words addr .. addr+words-1 (one beat).
+    mem.rd_resp  DRAM -> kernel   data (`words` words, word k in bits [k*W, (k+1)*W)), tag
+                 one beat per read request, in request order, carrying the request's tag.
+    mem.wr       kernel -> DRAM   addr, data, mask
+                 write word k of data to addr+k where mask bit k is set. A write is complete
+                 when accepted: a read requested later sees it.
+
+A word holds one array element in its low bits (upper bits zero on writes, ignored on reads).
+Arrays are row-major at the word address given on the kernel's `base_<array>` port.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+
+def read_request(addr_bits: int, tag_bits: int = 0) -> wiring.Signature:
+    members = {"valid": Out(1), "ready": In(1), "addr": Out(addr_bits)}
+    if tag_bits:
+        members["tag"] = Out(tag_bits)
+    return wiring.Signature(members)
+
+
+def read_response(data_bits: int, tag_bits: int = 0) -> wiring.Signature:
+    members = {"valid": Out(1), "ready": In(1), "data": Out(data_bits)}
+    if tag_bits:
+        members["tag"] = Out(tag_bits)
+    return wiring.Signature(members)
+
+
+def write(addr_bits: int, data_bits: int, words: int) -> wiring.Signature:
+    return wiring.Signature(
+        {"valid": Out(1), "ready": In(1), "addr": Out(addr_bits), "data": Out(data_bits), "mask": Out(words)}
+    )
+
+
+def channel(addr_bits: int, word_bits: int, words: int, tag_bits: int) -> wiring.Signature:
+    """The kernel's `mem` port (as seen from the kernel)."""
+    data_bits = word_bits * words
+    return wiring.Signature({
+        "rd_req": Out(read_request(addr_bits, tag_bits)),
+        "rd_resp": In(read_response(data_bits, tag_bits)),
+        "wr": Out(write(addr_bits, data_bits, words)),
+    })
+
+
+def tag_bits_for(readers: int) -> int:
+    return max(1, (readers - 1).bit_length())
+
+
+class Arbiter(wiring.Component):
+    """Shares one channel among `readers` read clients and `writers` write clients.
+
+    Requests are granted round-robin, one per cycle, combinationally (a client's request is
+    forwarded in the cycle it is made). A read request carries its client's number as its tag;
+    responses go to the client their tag names. Clients are always ready for responses.
+
+    Members: `rd_req_<k>`, `rd_resp_<k>` (read client k), `wr_<k>` (write client k), `mem`.
+    """
+
+    def __init__(self, readers: int, writers: int, addr_bits: int, word_bits: int, words: int):
+        self._readers, self._writers = readers, writers
+        data_bits = word_bits * words
+        tag = tag_bits_for(readers)
+        members = {"mem": Out(channel(addr_bits, word_bits, words, tag))}
+        for k in range(readers):
+            members[f"rd_req_{k}"] = In(read_request(addr_bits))
+            members[f"rd_resp_{k}"] = Out(read_response(data_bits))
+        for k in range(writers):
+            members[f"wr_{k}"] = In(write(addr_bits, data_bits, words))
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        reqs = [getattr(self, f"rd_req_{k}") for k in range(self._readers)]
+        wrs = [getattr(self, f"wr_{k}") for k in range(self._writers)]
+        self._round_robin(m, reqs, self.mem.rd_req, tagged=True)
+        self._round_robin(m, wrs, self.mem.wr, tagged=False)
+        m.d.comb += self.mem.rd_resp.ready.eq(1)
+        for k in range(self._readers):
+            resp = getattr(self, f"rd_resp_{k}")
+            m.d.comb += [
+                resp.valid.eq(self.mem.rd_resp.valid & (self.mem.rd_resp.tag == k)),
+                resp.data.eq(self.mem.rd_resp.data),
+            ]
+        return m
+
+    def _round_robin(self, m, clients, out, tagged: bool):
+        """Grant one valid client per cycle, searching from the one after the last grant."""
+        n = len(clients)
+        if n == 0:
+            m.d.comb += out.valid.eq(0)
+            return
+        kind = "rd" if tagged else "wr"
+        grant = Signal(range(max(2, n)), name=f"{kind}_grant")
+        if n > 1:
+            last = Signal(range(n), name=f"{kind}_last")
+            with m.Switch(last):
+                for start in range(n):
+                    with m.Case(start):
+                        order = [(start + 1 + j) % n for j in range(n)]
+                        for k in reversed(order):  # the first valid in `order` wins
+                            with m.If(clients[k].valid):
+                                m.d.comb += grant.eq(k)
+                with m.Default():
+                    pass
+            with m.If(out.valid & out.ready):
+                m.d.sync += last.eq(grant)
+        m.d.comb += out.valid.eq(_any(c.valid for c in clients))
+        for k, c in enumerate(clients):
+            with m.If(grant == k):
+                m.d.comb += out.addr.eq(c.addr)
+                if tagged:
+                    m.d.comb += out.tag.eq(k)
+                else:
+                    m.d.comb += [out.data.eq(c.data), out.mask.eq(c.mask)]
+                m.d.comb += c.ready.eq(out.ready)
+
+
+def _any(values):
+    out = 0
+    for v in values:
+        out = out | v
+    return out

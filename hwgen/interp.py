@@ -1,0 +1,202 @@
+"""The golden model: the meaning of the pattern IR, executed with numpy.
+
+An expression is evaluated in a *frame*: an ordered list of index names, each owning one numpy
+axis. Values are arrays with one axis per frame entry (size 1 where they do not depend on it),
+so a Map of a Reduce is one broadcast computation. Every operation is computed in the node's
+dtype with numpy's own ufuncs, so wrap-around, floor division, shifts and comparisons are
+numpy's by construction. Large reductions are evaluated in chunks to bound memory; chunks are
+combined in index order, so a custom (associative, not necessarily commutative) op sees its
+operands in order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import ir
+from .dtypes import DType, bool_, int64
+
+CHUNK_ELEMENTS = 1 << 23
+
+_BINARY = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "floordiv": np.floor_divide,
+    "mod": np.remainder, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+    "shl": np.left_shift, "shr": np.right_shift, "max": np.maximum, "min": np.minimum,
+    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+    "gt": np.greater, "ge": np.greater_equal,
+}
+_UNARY = {"neg": np.negative, "invert": np.invert, "abs": np.abs}
+
+
+class Frame:
+    """Index names owning an axis and their extents; `fixed` index values (scalars, such as
+    the counters of enclosing loops); scalar parameters; on-chip memories by name."""
+
+    def __init__(self, names=(), extents=(), params=None, mems=None, fixed=None):
+        self.names = tuple(names)
+        self.extents = tuple(extents)
+        self.params = params or {}
+        self.mems = mems or {}
+        self.fixed = fixed or {}
+
+    def extend(self, dims) -> "Frame":
+        return Frame(self.names + tuple(d.name for d in dims),
+                     self.extents + tuple(d.extent for d in dims), self.params, self.mems, self.fixed)
+
+
+class Evaluator:
+    """Evaluates expressions of one kernel; array nodes without free indices are memoised."""
+
+    def __init__(self, args: dict):
+        self.args = args
+        self.arrays: dict = {}
+
+    def array(self, node: ir.ArrayNode) -> np.ndarray:
+        """The whole value of an Input or a closed Map."""
+        if isinstance(node, ir.Input):
+            return self.args[node.name]
+        found = self.arrays.get(node)
+        if found is None:
+            frame = Frame(params=self.args)
+            found = self.eval_map(node, frame)
+            self.arrays[node] = found
+        return found
+
+    def eval_map(self, node: ir.Map, frame: Frame) -> np.ndarray:
+        inner = frame.extend(node.dims)
+        value = self.expr(node.body, inner)
+        return np.broadcast_to(value, inner.extents).copy()
+
+    def expr(self, e: ir.Expr, frame: Frame) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return self._expr(e, frame, {})
+
+    def _expr(self, e, frame: Frame, memo: dict) -> np.ndarray:
+        found = memo.get(e)
+        if found is not None:
+            return found
+        out = self._eval(e, frame, memo)
+        memo[e] = out
+        return out
+
+    def _eval(self, e, frame: Frame, memo: dict) -> np.ndarray:
+        ndim = len(frame.names)
+        if isinstance(e, ir.Const):
+            return np.full((1,) * ndim, e.value, dtype=e.dtype.np)
+        if isinstance(e, ir.Param):
+            return np.full((1,) * ndim, frame.params[e.name], dtype=e.dtype.np)
+        if isinstance(e, ir.Index) and e.name in frame.fixed:
+            return np.full((1,) * ndim, frame.fixed[e.name], dtype=np.int64)
+        if isinstance(e, ir.Index):
+            axis = frame.names.index(e.name)
+            shape = [1] * ndim
+            shape[axis] = frame.extents[axis]
+            return np.arange(frame.extents[axis], dtype=np.int64).reshape(shape)
+        if isinstance(e, (ir.Read, ir.MemRead)):
+            idx = [self._expr(i, frame, memo) for i in e.idx]
+            if isinstance(e, ir.MemRead):
+                src = frame.mems[e.mem.name]
+            elif isinstance(e.src, ir.Map) and ir.free_indices(e.src):
+                return self._read_open_map(e, frame, memo)
+            else:
+                src = self.array(e.src)
+            if not idx:
+                return np.full((1,) * ndim, src[()], dtype=src.dtype)
+            idx = np.broadcast_arrays(*idx)
+            return np.asarray(src[tuple(idx)])
+        if isinstance(e, ir.Unary):
+            return _UNARY[e.op](self._expr(e.a, frame, memo)).astype(e.dtype.np, copy=False)
+        if isinstance(e, ir.Binary):
+            a, b = self._expr(e.a, frame, memo), self._expr(e.b, frame, memo)
+            if e.dtype == bool_ and e.op in ("and", "or", "xor") and a.dtype == np.bool_:
+                return _BINARY[e.op](a, b)
+            return _BINARY[e.op](a, b).astype(e.dtype.np, copy=False)
+        if isinstance(e, ir.Cast):
+            return self._expr(e.a, frame, memo).astype(e.dtype.np)
+        if isinstance(e, ir.Select):
+            c = self._expr(e.cond, frame, memo)
+            return np.where(c, self._expr(e.a, frame, memo), self._expr(e.b, frame, memo)).astype(e.dtype.np)
+        if isinstance(e, ir.Reduce):
+            return self._reduce(e, frame)
+        raise TypeError(f"interp: unknown node {type(e).__name__}")
+
+    def _read_open_map(self, e: ir.Read, frame: Frame, memo: dict) -> np.ndarray:
+        """A Map that uses outer indices is read by substituting its indices (fusion)."""
+        mapping = {d.name: i for d, i in zip(e.src.dims, e.idx)}
+        return self._expr(ir.subst_indices(e.src.body, mapping), frame, memo)
+
+    def _reduce(self, e: ir.Reduce, frame: Frame) -> np.ndarray:
+        inner = frame.extend(e.dims)
+        total = int(np.prod(inner.extents, dtype=np.int64))
+        first = e.dims[0]
+        step = first.extent
+        if total > CHUNK_ELEMENTS:
+            step = max(1, first.extent * CHUNK_ELEMENTS // total)
+        outer = len(frame.names)
+        result = None
+        for start in range(0, first.extent, step):
+            n = min(step, first.extent - start)
+            part = frame.extend((ir.Dim(first.name, n),) + tuple(e.dims[1:]))
+            body = e.body
+            if start:
+                shifted = ir.Binary("add", ir.Index(first.name), ir.Const(start, int64), int64)
+                body = ir.subst_indices(body, {first.name: shifted})
+            value = self._expr(body, part, {})
+            value = np.broadcast_to(value, value.shape[:outer] + part.extents[outer:])
+            folded = self.fold(e.op, value.reshape(value.shape[:outer] + (-1,)), e.dtype, frame)
+            result = folded if result is None else self.combine(e.op, result, folded, e.dtype, frame)
+        return result
+
+    def fold(self, op: ir.Combiner, arr: np.ndarray, dtype: DType, frame: Frame) -> np.ndarray:
+        """Fold the last axis of `arr` with `op`, in index order."""
+        if op.expr is None:
+            ufunc = _BINARY[op.op]
+            if dtype == bool_ and op.op in ("and", "or", "xor"):
+                ufunc = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[op.op]
+            return ufunc.reduce(arr, axis=-1, dtype=dtype.np)
+        while arr.shape[-1] > 1:
+            n = arr.shape[-1]
+            pairs = self.combine(op, arr[..., 0 : n - 1 : 2], arr[..., 1:n:2], dtype, frame)
+            arr = np.concatenate([pairs, arr[..., n - 1 :]], axis=-1) if n % 2 else pairs
+        return arr[..., 0]
+
+    def combine(self, op: ir.Combiner, a: np.ndarray, b: np.ndarray, dtype: DType, frame: Frame) -> np.ndarray:
+        """`op(a, b)` elementwise."""
+        with np.errstate(all="ignore"):
+            if op.expr is None:
+                return _BINARY[op.op](a, b).astype(dtype.np, copy=False)
+            a, b = np.broadcast_arrays(a, b)
+            names = tuple(f"%c{k}" for k in range(a.ndim))
+            sub = Frame(names, a.shape, {**frame.params, "%a": None, "%b": None}, frame.mems)
+            return self._combine_custom(op.expr, a, b, sub)
+
+    def _combine_custom(self, expr: ir.Expr, a, b, frame: Frame) -> np.ndarray:
+        ev = _ArrayParams(self.args, {"%a": a, "%b": b})
+        out = ev._expr(expr, frame, {})
+        return np.broadcast_to(out, a.shape).astype(expr.dtype.np, copy=False)
+
+
+class _ArrayParams(Evaluator):
+    """An evaluator where some Params are bound to whole arrays (a combiner's operands)."""
+
+    def __init__(self, args: dict, arrays: dict):
+        super().__init__(args)
+        self.bound = arrays
+
+    def _eval(self, e, frame: Frame, memo: dict):
+        if isinstance(e, ir.Param) and e.name in self.bound:
+            return self.bound[e.name]
+        return super()._eval(e, frame, memo)
+
+
+def run(outputs, args: dict) -> list:
+    """Evaluate the kernel `outputs` (Map nodes or scalar Exprs) on `args` (name -> numpy)."""
+    ev = Evaluator(args)
+    results = []
+    for out in outputs:
+        if isinstance(out, ir.ArrayNode):
+            results.append(ev.array(out).copy())
+        else:
+            value = ev.expr(out, Frame(params=args))
+            results.append(np.asarray(value).reshape(()).astype(out.dtype.np)[()])
+    return results

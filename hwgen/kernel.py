@@ -1,0 +1,98 @@
+"""`@hw.kernel`: a traced program plus its schedule, with the user-facing methods.
+
+    kernel(*arrays)            the golden model (numpy in, numpy out)
+    kernel.build(out_dir)      Verilog + report.json under out_dir/<kernel>/ (see build.py)
+    kernel.simulate(*arrays)   Verilator through cocotb (see simulate.py)
+    kernel.verify(*arrays)     simulate and compare with the golden model
+    kernel.with_schedule(...)  the same program under another schedule
+"""
+
+from __future__ import annotations
+
+import functools
+
+from . import interp
+from .errors import user_loc
+from .program import Program, trace_program
+from .schedule import Schedule
+from .signature import check_args
+
+_UNSET = object()
+
+
+class Kernel:
+    """A traced kernel under a schedule. See the module docstring for its methods."""
+
+    def __init__(self, fn, schedule: Schedule, program: Program | None = None):
+        self.fn = fn
+        self.name = fn.__name__
+        self.schedule = schedule
+        self.program = program if program is not None else trace_program(fn, schedule.loc)
+        schedule.check(self.program.extents, self.name)
+        functools.update_wrapper(self, fn)
+
+    @property
+    def params(self) -> tuple:
+        return self.program.params
+
+    @property
+    def results(self) -> tuple:
+        return tuple(r.port for r in self.program.results)
+
+    def __call__(self, *args):
+        values = check_args(self.name, self.params, args)
+        outs = interp.run([r.node for r in self.program.results], values)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def with_schedule(self, tile=_UNSET, par=_UNSET, metapipeline=_UNSET) -> "Kernel":
+        """A new kernel: the same program under another schedule (unset fields are kept)."""
+        s = self.schedule
+        schedule = Schedule.parse(
+            s.tile if tile is _UNSET else tile,
+            s.par if par is _UNSET else par,
+            s.metapipeline if metapipeline is _UNSET else metapipeline,
+            loc=user_loc(),
+        )
+        return Kernel(self.fn, schedule, self.program)
+
+    def build(self, out_dir="rtl_out", dram=None):
+        """Elaborate the hardware and write out_dir/<kernel>/<kernel>.v and report.json."""
+        from .build import build
+
+        return build(self, out_dir=out_dir, dram=dram)
+
+    def elaborate(self, dram=None):
+        """The hardware design in memory (no files written): a `build.Design`."""
+        from .build import elaborate
+
+        return elaborate(self, dram=dram)
+
+    def simulate(self, *args, waves=False, dram=None, seed=None):
+        """Run the hardware in Verilator; returns a `SimResult`."""
+        from .simulate import simulate
+
+        return simulate(self, args, waves=waves, dram=dram, seed=seed)
+
+    def verify(self, *args, waves=False, dram=None, seed=None):
+        """Simulate and compare every output with the golden model (raises MismatchError)."""
+        from .simulate import verify
+
+        return verify(self, args, waves=waves, dram=dram, seed=seed)
+
+    def show_ir(self) -> str:
+        """The traced pattern IR and its dataflow graph, as text."""
+        from .graph import show
+
+        return show(self.program)
+
+    def __repr__(self) -> str:
+        return f"<hw.kernel {self.name} {self.schedule.describe()}>"
+
+
+def kernel(fn=None, *, tile=None, par=None, metapipeline=True):
+    """Decorator: `@hw.kernel` or `@hw.kernel(tile={...}, par={...}, metapipeline=True)`."""
+    loc = user_loc()
+    schedule = Schedule.parse(tile, par, metapipeline, loc)
+    if fn is not None:
+        return Kernel(fn, schedule)
+    return lambda f: Kernel(f, schedule)

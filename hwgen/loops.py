@@ -1,0 +1,224 @@
+"""The loop IR: the kernel as a tree of controllers over on-chip memories, ready for hardware.
+
+Controllers (each runs when started and reports when done):
+    Loop(counters, stages, meta)   for each counter value, run `stages` in order
+                                   (meta=True: overlapped across iterations, a metapipeline)
+    Parallel(children)             start all children together, done when all are done
+    Pipe(counters, writes)         an inner loop, one iteration per cycle (II = 1)
+    Load(dram, mem, origin)        copy the tile of `dram` at `origin` into `mem`
+    Store(mem, dram, origin, shape) copy `mem` (row-major) into the `shape` region of `dram`
+                                   at `origin`
+
+Memories: `Mem(name, dtype, shape)` lives on chip (shape () is a scalar register);
+`Dram(name, dtype, shape, role)` is an off-chip array (role in / out).
+A `Write` in a Pipe sets `mem[idx] = value`, or, with `op`, accumulates:
+`mem[idx] = value if first else op(mem[idx], value)`.
+
+Expressions are pattern-IR scalar Exprs over `Index(counter)`, `Param(name)` and
+`MemRead(mem, idx)`. A counter's value is 0 .. extent-1; `par` lanes run `par` consecutive
+values per cycle. `LoopProgram` is the whole kernel: memories, DRAM arrays, scalar results
+and the root controller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import ir
+from .dtypes import DType
+
+
+@dataclass(frozen=True)
+class Mem:
+    name: str
+    dtype: DType
+    shape: tuple
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+
+@dataclass(frozen=True)
+class Dram:
+    name: str
+    dtype: DType
+    shape: tuple
+    role: str  # "in" | "out"
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+
+@dataclass(frozen=True)
+class Counter:
+    name: str
+    extent: int
+    par: int = 1
+
+
+@dataclass(frozen=True)
+class Write:
+    mem: Mem
+    idx: tuple
+    value: ir.Expr
+    op: ir.Combiner | None = None
+    first: ir.Expr | None = None
+
+
+@dataclass(frozen=True)
+class Pipe:
+    counters: tuple
+    writes: tuple
+
+    @property
+    def iterations(self) -> int:
+        n = 1
+        for c in self.counters:
+            n *= c.extent // c.par
+        return n
+
+
+@dataclass(frozen=True)
+class Load:
+    dram: Dram
+    mem: Mem
+    origin: tuple  # Exprs over outer counters: the DRAM coordinates of mem[0, ..., 0]
+
+
+@dataclass(frozen=True)
+class Store:
+    mem: Mem
+    dram: Dram
+    origin: tuple
+    shape: tuple  # the DRAM region; mem.size == its number of elements
+
+
+@dataclass(frozen=True)
+class Parallel:
+    children: tuple
+
+
+@dataclass(frozen=True)
+class Loop:
+    counters: tuple
+    stages: tuple
+    meta: bool = False
+
+    @property
+    def iterations(self) -> int:
+        n = 1
+        for c in self.counters:
+            n *= c.extent
+        return n
+
+
+@dataclass(frozen=True)
+class ScalarOut:
+    """A scalar kernel result: port `name` shows register `mem` once the kernel is done."""
+
+    name: str
+    mem: Mem
+
+
+@dataclass(frozen=True)
+class LoopProgram:
+    name: str
+    params: tuple  # signature.Port of the scalar parameters
+    drams: tuple  # Dram, inputs then outputs, in kernel order
+    mems: tuple  # every Mem
+    scalar_outs: tuple  # ScalarOut
+    root: Loop
+    notes: tuple = field(default=())  # lowering decisions worth reporting
+
+
+def children(ctrl) -> tuple:
+    if isinstance(ctrl, Loop):
+        return ctrl.stages
+    if isinstance(ctrl, Parallel):
+        return ctrl.children
+    return ()
+
+
+def walk(ctrl):
+    """Every controller in the tree, parents first."""
+    yield ctrl
+    for c in children(ctrl):
+        yield from walk(c)
+
+
+def show(prog: LoopProgram) -> str:
+    """The controller tree as indented text."""
+    lines = [f"loop program {prog.name}"]
+    for m in prog.mems:
+        lines.append(f"  mem {m.name}: {m.dtype.name}{list(m.shape)}")
+
+    def fmt(e) -> str:
+        return _expr_str(e)
+
+    def go(c, depth):
+        pad = "  " * depth
+        if isinstance(c, Loop):
+            ctrs = ", ".join(f"{k.name}<{k.extent}" + (f" par {k.par}" if k.par > 1 else "") for k in c.counters)
+            kind = "metapipe" if c.meta else "sequential"
+            lines.append(f"{pad}{kind} loop [{ctrs}]")
+            for s in c.stages:
+                go(s, depth + 1)
+        elif isinstance(c, Parallel):
+            lines.append(f"{pad}parallel")
+            for s in c.children:
+                go(s, depth + 1)
+        elif isinstance(c, Pipe):
+            ctrs = ", ".join(f"{k.name}<{k.extent}" + (f" par {k.par}" if k.par > 1 else "") for k in c.counters)
+            lines.append(f"{pad}pipe [{ctrs}]")
+            for w in c.writes:
+                target = f"{w.mem.name}[{', '.join(fmt(i) for i in w.idx)}]"
+                if w.op is None:
+                    lines.append(f"{pad}  {target} = {fmt(w.value)}")
+                else:
+                    lines.append(f"{pad}  {target} {w.op.op}= {fmt(w.value)}  (first: {fmt(w.first)})")
+        elif isinstance(c, Load):
+            lines.append(f"{pad}load {c.dram.name}[{', '.join(fmt(o) for o in c.origin)} +{list(c.mem.shape)}] -> {c.mem.name}")
+        elif isinstance(c, Store):
+            lines.append(f"{pad}store {c.mem.name} -> {c.dram.name}[{', '.join(fmt(o) for o in c.origin)} +{list(c.shape)}]")
+
+    go(prog.root, 1)
+    for s in prog.scalar_outs:
+        lines.append(f"  result {s.name} = {s.mem.name}")
+    return "\n".join(lines)
+
+
+_OPS = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "mod": "%", "and": "&", "or": "|",
+        "xor": "^", "shl": "<<", "shr": ">>", "eq": "==", "ne": "!=", "lt": "<", "le": "<=",
+        "gt": ">", "ge": ">="}
+
+
+def _expr_str(e) -> str:
+    if isinstance(e, ir.Const):
+        return str(e.value)
+    if isinstance(e, (ir.Index, ir.Param)):
+        return e.name
+    if isinstance(e, ir.MemRead):
+        return f"{e.mem.name}[{', '.join(_expr_str(i) for i in e.idx)}]"
+    if isinstance(e, ir.Read):
+        return f"{getattr(e.src, 'name', 'map')}[{', '.join(_expr_str(i) for i in e.idx)}]"
+    if isinstance(e, ir.Binary):
+        if e.op in _OPS:
+            return f"({_expr_str(e.a)} {_OPS[e.op]} {_expr_str(e.b)})"
+        return f"{e.op}({_expr_str(e.a)}, {_expr_str(e.b)})"
+    if isinstance(e, ir.Unary):
+        return f"{e.op}({_expr_str(e.a)})"
+    if isinstance(e, ir.Cast):
+        return f"{e.dtype.name}({_expr_str(e.a)})"
+    if isinstance(e, ir.Select):
+        return f"where({_expr_str(e.cond)}, {_expr_str(e.a)}, {_expr_str(e.b)})"
+    if isinstance(e, ir.Reduce):
+        return f"reduce[{','.join(d.name for d in e.dims)}]({_expr_str(e.body)})"
+    return type(e).__name__

@@ -1,0 +1,224 @@
+"""Lower: the fused pattern IR and a schedule become the loop IR (loops.py).
+
+For each result, and for each reduction nested in it:
+1. strip-mine every index `d` by its tile size T: an outer counter over tiles (`d` or `d.t`)
+   and a local counter inside the tile (`d` or `d.l`); `d` becomes `outer * T + local`;
+2. a reduction nested in a body becomes its own loop, run as an earlier stage, that folds into
+   an accumulator memory indexed by the enclosing local counters it depends on; a reduction
+   that depends on no index at all is computed once, before everything that uses it;
+3. every array read becomes a read of a tile copy: reads of one array whose subscripts differ
+   only in local counters and constants share a tile (the halo of `x[i]`, `x[i + 1]`), loaded
+   by a Load stage before the pipe that reads it;
+4. the body becomes a Pipe over the local counters writing a result tile, stored by a Store.
+
+Untiled indices have T = 1: the paper's baseline is the same structure with one-element tiles.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from .. import ir
+from ..affine import Affine, to_affine
+from ..dtypes import bool_, int64
+from ..loops import Counter, Dram, Load, Loop, LoopProgram, Mem, Parallel, Pipe, ScalarOut, Store, Write
+from ..program import Program
+from .fuse import fuse
+
+
+def lower(program: Program, tiles: dict) -> LoopProgram:
+    """The loop program of `program` with `tiles` (index name -> tile size; default 1)."""
+    return _Lowerer(program, tiles).run()
+
+
+class _Lowerer:
+    def __init__(self, program: Program, tiles: dict):
+        self.program = program
+        self.tiles = tiles
+        self.extents = program.extents
+        self.mems: list[Mem] = []
+        self.top: list = []
+        self.hoisted: dict = {}
+        self.local: dict[str, int] = {}  # local (in-tile) counter name -> extent
+        self._ids = itertools.count()
+        self.inputs = {p.name: Dram(p.name, p.dtype, p.shape, "in") for p in program.params if p.is_array}
+
+    def run(self) -> LoopProgram:
+        drams = list(self.inputs.values())
+        scalar_outs = []
+        for result in self.program.results:
+            node = fuse(result.node)
+            if isinstance(node, ir.Map):
+                dram = Dram(result.port.name, node.dtype, node.shape, "out")
+                drams.append(dram)
+                self.top.append(self.lower_map(dram, node))
+            else:
+                scalar_outs.append(ScalarOut(result.port.name, self.lower_scalar(node)))
+        root = Loop((), tuple(self.top))
+        params = tuple(p for p in self.program.params if not p.is_array)
+        return LoopProgram(self.program.name, params, tuple(drams), tuple(self.mems), tuple(scalar_outs), root)
+
+    # -------------------------------------------------------------- helpers
+
+    def new_mem(self, stem: str, dtype, shape) -> Mem:
+        mem = Mem(f"{stem}{next(self._ids)}", dtype, tuple(shape))
+        self.mems.append(mem)
+        return mem
+
+    def split(self, dims) -> tuple:
+        """Strip-mine `dims`: (outer counters, local counters, name -> global index Expr)."""
+        outer, local, sub = [], [], {}
+        for d in dims:
+            t = self.tiles.get(d.name, 1)
+            tiles = d.extent // t
+            o = Counter(d.name if t == 1 else f"{d.name}.t", tiles) if tiles > 1 else None
+            li = Counter(d.name if tiles == 1 else f"{d.name}.l", t) if t > 1 else None
+            terms = {}
+            if o is not None:
+                outer.append(o)
+                terms[o.name] = t
+            if li is not None:
+                local.append(li)
+                self.local[li.name] = t
+                terms[li.name] = 1
+            sub[d.name] = Affine.of(terms, 0).to_expr()
+        return outer, local, sub
+
+    @staticmethod
+    def first_iteration(counters) -> ir.Expr:
+        """True in the first iteration of `counters` (all zero)."""
+        cond: ir.Expr = ir.Const(1, bool_)
+        for c in counters:
+            test = ir.Binary("eq", ir.Index(c.name), ir.Const(0, int64), bool_)
+            cond = test if isinstance(cond, ir.Const) else ir.Binary("and", cond, test, bool_)
+        return cond
+
+    # -------------------------------------------------------------- results
+
+    def lower_map(self, dram: Dram, node: ir.Map) -> Loop:
+        outer, local, sub = self.split(node.dims)
+        stages: list = []
+        expr = self.extract(ir.subst_indices(node.body, sub), local, stages)
+        expr = self.tile_reads(expr, stages)
+        tile_shape = tuple(self.tiles.get(d.name, 1) for d in node.dims)
+        local_idx = self.local_index(node.dims, local)
+        squeezed = tuple(i for i in local_idx if isinstance(i, ir.Index))
+        if (isinstance(expr, ir.MemRead) and expr.idx == squeezed
+                and expr.mem.shape == tuple(t for t in tile_shape if t > 1)):
+            out = expr.mem  # the body is exactly an accumulator: store it directly
+        else:
+            out = self.new_mem(f"{dram.name}_tile", node.dtype, tile_shape)
+            stages.append(Pipe(tuple(local), (Write(out, local_idx, expr),)))
+        origin = []
+        for d in node.dims:
+            t = self.tiles.get(d.name, 1)
+            o = next((c for c in outer if c.name in (d.name, f"{d.name}.t")), None)
+            origin.append(Affine.of({o.name: t}, 0).to_expr() if o else ir.Const(0, int64))
+        stages.append(Store(out, dram, tuple(origin), tile_shape))
+        return Loop(tuple(outer), tuple(stages))
+
+    def local_index(self, dims, local) -> tuple:
+        names = {c.name for c in local}
+        idx = []
+        for d in dims:
+            name = next((n for n in (d.name, f"{d.name}.l") if n in names), None)
+            idx.append(ir.Index(name) if name else ir.Const(0, int64))
+        return tuple(idx)
+
+    def lower_scalar(self, expr: ir.Expr) -> Mem:
+        stages: list = []
+        expr = self.extract(expr, [], stages)
+        expr = self.tile_reads(expr, stages)
+        if isinstance(expr, ir.MemRead) and expr.mem.shape == ():
+            self.top.extend(stages)
+            return expr.mem
+        mem = self.new_mem("res", expr.dtype, ())
+        stages.append(Pipe((), (Write(mem, (), expr),)))
+        self.top.extend(stages)
+        return mem
+
+    # -------------------------------------------------------------- reductions
+
+    def extract(self, expr: ir.Expr, ctx_local: list, stages: list) -> ir.Expr:
+        """`expr` with each outermost Reduce replaced by a read of its accumulator; the loops
+        computing them are appended to `stages` (or hoisted to the top when closed)."""
+        memo: dict = {}
+
+        def go(e):
+            found = memo.get(e)
+            if found is not None:
+                return found
+            if isinstance(e, ir.Reduce):
+                out = self.lower_reduce(e, ctx_local, stages)
+            else:
+                out = ir.rebuild(e, go)
+            memo[e] = out
+            return out
+
+        return go(expr)
+
+    def lower_reduce(self, r: ir.Reduce, ctx_local: list, stages: list) -> ir.Expr:
+        free = ir.free_indices(r)
+        if not free:
+            return self.hoist(r)
+        dep = [c for c in ctx_local if c.name in free]
+        acc, inner = self.reduce_loop(r, dep, "acc")
+        stages.extend(inner)
+        return ir.MemRead(acc, tuple(ir.Index(c.name) for c in dep))
+
+    def hoist(self, r: ir.Reduce) -> ir.Expr:
+        found = self.hoisted.get(r)
+        if found is None:
+            acc, loop = self.reduce_loop(r, [], "acc")
+            self.top.extend(loop)
+            found = self.hoisted[r] = ir.MemRead(acc, ())
+        return found
+
+    def reduce_loop(self, r: ir.Reduce, dep: list, stem: str):
+        """The stages folding `r` into a new accumulator indexed by the counters `dep`:
+        one Loop over the tile counters, or the bare stages when there is no tile counter."""
+        outer, local, sub = self.split(r.dims)
+        stages: list = []
+        counters = list(dep) + local
+        expr = self.extract(ir.subst_indices(r.body, sub), counters, stages)
+        expr = self.tile_reads(expr, stages)
+        acc = self.new_mem(stem, r.dtype, tuple(c.extent for c in dep))
+        first = self.first_iteration(outer + local)
+        idx = tuple(ir.Index(c.name) for c in dep)
+        stages.append(Pipe(tuple(counters), (Write(acc, idx, expr, r.op, first),)))
+        if not outer:
+            return acc, stages
+        return acc, [Loop(tuple(outer), tuple(stages))]
+
+    # -------------------------------------------------------------- tiles
+
+    def tile_reads(self, expr: ir.Expr, stages: list) -> ir.Expr:
+        """Replace reads of DRAM arrays by reads of tile copies; append their Load stage."""
+        groups: dict = {}
+        reads = [n for n in ir.walk(expr) if isinstance(n, ir.Read)]
+        for rd in reads:
+            outer_parts, local_parts = [], []
+            for e in rd.idx:
+                aff = to_affine(e)
+                assert aff is not None, "subscripts were checked affine when traced"
+                outer_parts.append(Affine.of({n: c for n, c in aff.terms if n not in self.local}, 0))
+                local_parts.append(Affine.of({n: c for n, c in aff.terms if n in self.local}, aff.const))
+            key = (rd.src.name, tuple(outer_parts))
+            groups.setdefault(key, []).append((rd, local_parts))
+        if not groups:
+            return expr
+        loads, mapping = [], {}
+        for (name, outer_parts), members in groups.items():
+            lows, highs = [], []
+            for axis in range(len(outer_parts)):
+                ranges = [lp[axis].value_range(self.local) for _, lp in members]
+                lows.append(min(lo for lo, _ in ranges))
+                highs.append(max(hi for _, hi in ranges))
+            dram = self.inputs[name]
+            mem = self.new_mem(f"{name}_tile", dram.dtype, [h - lo + 1 for lo, h in zip(lows, highs)])
+            origin = tuple((op + Affine.of({}, lo)).to_expr() for op, lo in zip(outer_parts, lows))
+            loads.append(Load(dram, mem, origin))
+            for rd, lp in members:
+                mapping[rd] = ir.MemRead(mem, tuple((p + Affine.of({}, -lo)).to_expr() for p, lo in zip(lp, lows)))
+        stages.append(loads[0] if len(loads) == 1 else Parallel(tuple(loads)))
+        return ir.transform(expr, lambda n: mapping.get(n) if isinstance(n, ir.Read) else None)

@@ -1,0 +1,119 @@
+"""A traced kernel: its parameters, its results as IR nodes, and its index variables.
+
+`trace_program` runs the user's function once on symbolic arguments (see trace.py) and checks
+the results against the return annotation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import ir
+from .dtypes import DType
+from .errors import HwgenError, Loc, TraceError, TypeMismatchError, loc_from_traceback
+from .signature import ArrayType, Port, parse_params, parse_results, result_names
+from .trace import ArrayVal, Trace, Val, _meet, const, tracing
+
+
+@dataclass(frozen=True)
+class Result:
+    """A kernel result: its Port (name, dtype, shape) and the IR node computing it
+    (a Map for an array, a scalar Expr otherwise)."""
+
+    port: Port
+    node: ir.Node
+
+
+@dataclass(frozen=True)
+class Program:
+    name: str
+    params: tuple  # Ports
+    results: tuple  # Results
+    extents: dict  # every index name -> extent (user names and fresh '%n' names)
+    loc: Loc | None
+
+    @property
+    def inputs(self) -> dict:
+        """Array parameter name -> its ir.Input node."""
+        return {p.name: ir.Input(p.name, p.dtype, p.shape) for p in self.params if p.is_array}
+
+
+def trace_program(fn, loc: Loc | None) -> Program:
+    name = fn.__name__
+    params = parse_params(fn, loc)
+    declared = parse_results(fn, loc)
+    trace = Trace(name)
+    symbolic = []
+    for p in params:
+        if p.is_array:
+            node = ir.Input(p.name, p.dtype, p.shape)
+            symbolic.append(ArrayVal(p.shape, p.dtype, node=node))
+        else:
+            symbolic.append(Val(ir.Param(p.name, p.dtype)))
+    with tracing(trace):
+        try:
+            returned = fn(*symbolic)
+        except HwgenError:
+            raise
+        except RecursionError:
+            raise TraceError(f"kernel '{name}' recursed too deeply while tracing", loc) from None
+        except Exception as e:
+            where = loc_from_traceback(e.__traceback__) or loc
+            if "__array_ufunc__" in str(e):
+                raise TraceError(
+                    "numpy functions cannot take traced values; inside a kernel use Python "
+                    "operators and hwgen's functions (hw.where, hw.maximum, hw.sum, ...)", where
+                ) from None
+            raise TraceError(
+                f"tracing kernel '{name}' failed: {type(e).__name__}: {e}", where
+            ) from None
+        items = list(returned) if isinstance(returned, tuple) else [returned]
+        if returned is None or not items:
+            raise TraceError(f"kernel '{name}' returns nothing; return its result(s)", loc)
+        if declared is not None and len(declared) != len(items):
+            raise TypeMismatchError(
+                f"kernel '{name}' returns {len(items)} result(s) but its annotation declares "
+                f"{len(declared)}", loc
+            )
+        names = result_names(len(items))
+        results = []
+        for k, item in enumerate(items):
+            want = declared[k] if declared is not None else None
+            results.append(_result(name, names[k], k, len(items), item, want, trace, loc))
+    return Program(name, tuple(params), tuple(results), dict(trace.extents), loc)
+
+
+def _result(kname, rname, k, count, item, want, trace: Trace, loc) -> Result:
+    label = "the result" if count == 1 else f"result {k}"
+    if isinstance(item, ArrayVal):
+        node = item.materialize()
+        if isinstance(node, ir.Input):
+            dims = tuple(trace.fresh_dim(n) for n in node.shape)
+            idx = tuple(ir.Index(d.name) for d in dims)
+            node = ir.Map(dims, ir.Read(node, idx), loc=loc)
+        port = Port(rname, node.dtype, node.shape)
+    else:
+        try:
+            v = const(item, loc)
+        except HwgenError:
+            raise TypeMismatchError(
+                f"{label} of kernel '{kname}' is {item!r}; a kernel returns arrays and scalars "
+                f"computed from its arguments", loc
+            ) from None
+        if v.weak and isinstance(want, DType):
+            node = _meet(v, want, label)
+        else:
+            node = v.expr
+        port = Port(rname, node.dtype, ())
+    if want is not None:
+        want_dtype = want.dtype if isinstance(want, ArrayType) else want
+        want_shape = want.shape if isinstance(want, ArrayType) else ()
+        if (want_dtype, want_shape) != (port.dtype, port.shape):
+            expected = Port(rname, want_dtype, want_shape)
+            raise TypeMismatchError(
+                f"{label} of kernel '{kname}' is {port.describe()}, but the annotation says "
+                f"{expected.describe()}" + (
+                    "; convert with .astype(...)" if want_shape == port.shape else ""
+                ), loc
+            )
+    return Result(port, node)

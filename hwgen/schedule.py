@@ -1,0 +1,71 @@
+"""Schedules: `tile`, `par` and `metapipeline`. They change hardware, never results.
+
+`Schedule.parse` checks the form (dicts of index name to positive int, a bool);
+`Schedule.check` checks the names against the kernel's index variables once it is traced.
+Whether the compiler can apply a legal schedule is decided later, when it builds hardware.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .errors import Loc, ScheduleError
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """tile: index -> tile size; par: index -> lanes; metapipeline: overlap outer-loop stages."""
+
+    tile: dict = field(default_factory=dict)
+    par: dict = field(default_factory=dict)
+    metapipeline: bool = True
+    loc: Loc | None = field(default=None, compare=False)
+
+    @staticmethod
+    def parse(tile=None, par=None, metapipeline=True, loc: Loc | None = None) -> "Schedule":
+        return Schedule(
+            _sizes(tile, "tile", loc), _sizes(par, "par", loc), _flag(metapipeline, loc), loc
+        )
+
+    @property
+    def is_baseline(self) -> bool:
+        """The paper's baseline: no tiling, no parallel lanes, no metapipelining."""
+        return not self.tile and not self.par and not self.metapipeline
+
+    def check(self, extents: dict, kernel_name: str) -> None:
+        """Every key must name an index variable of the kernel (`extents`: name -> extent)."""
+        user_names = sorted(n for n in extents if not n.startswith("%"))
+        for what, sizes in (("tile", self.tile), ("par", self.par)):
+            for name in sizes:
+                if name not in extents or name.startswith("%"):
+                    known = ", ".join(user_names) or "none"
+                    raise ScheduleError(
+                        f"{what} names index '{name}', but kernel '{kernel_name}' has no index "
+                        f"of that name (its indices: {known})", self.loc
+                    )
+
+    def describe(self) -> dict:
+        return {"tile": dict(self.tile), "par": dict(self.par), "metapipeline": self.metapipeline}
+
+
+def _sizes(value, what: str, loc) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ScheduleError(
+            f"{what} must be a dict of index name to size, like {{'i': 16}}, got {value!r}", loc
+        )
+    out = {}
+    for name, size in value.items():
+        if not isinstance(name, str):
+            raise ScheduleError(f"{what} keys must be index names (strings), got {name!r}", loc)
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ScheduleError(f"{what}['{name}'] must be a positive int, got {size!r}", loc)
+        out[name] = size
+    return out
+
+
+def _flag(value, loc) -> bool:
+    if not isinstance(value, bool):
+        raise ScheduleError(f"metapipeline must be True or False, got {value!r}", loc)
+    return value

@@ -1,0 +1,176 @@
+"""Simulation: run a kernel's Verilog in Verilator through cocotb and read the results back.
+
+    simulate(kernel, args) -> SimResult(outputs, cycles, predicted_cycles, roofline_cycles, ...)
+    verify(kernel, args)   -> SimResult, or raises MismatchError against the golden model
+
+Inputs reach the hardware as a DRAM image file that the DRAM model loads at time 0; outputs
+come back as the file it dumps when the kernel is done. Python only starts the run and waits
+for `done`: nothing runs per cycle outside Verilator.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hwgen_sim import harness, runner
+
+from .build import elaborate
+from .dram import DramConfig
+from .errors import MismatchError, SimulationError, user_loc
+from .signature import check_args
+
+_DRAM_V = Path(harness.__file__).with_name("dram.v")
+
+
+@dataclass
+class SimResult:
+    """outputs: numpy results shaped like the golden model's; cycles: measured from start to
+    done; predicted_cycles: the cycle model; roofline_cycles: the lower bound.
+    build_seconds: elaboration and Verilator build (0 when cached); sim_seconds: the whole
+    simulation step; run_seconds: wall time from start to done inside the simulator."""
+
+    outputs: object
+    cycles: int
+    predicted_cycles: int
+    roofline_cycles: int
+    waves: str | None = None
+    build_seconds: float = 0.0
+    sim_seconds: float = 0.0
+    run_seconds: float = 0.0
+    cache_hit: bool = False
+    design: object = None
+
+    @property
+    def prediction_error(self) -> float:
+        """(predicted - measured) / measured."""
+        return (self.predicted_cycles - self.cycles) / self.cycles
+
+    @property
+    def roofline_efficiency(self) -> float:
+        return self.roofline_cycles / self.cycles
+
+
+def _unsigned(value, dtype) -> int:
+    return int(value) & ((1 << dtype.bits) - 1)
+
+
+def _signed(bits: int, dtype):
+    return dtype.np.type(dtype.wrap(bits)) if not dtype.is_bool else np.bool_(bits & 1)
+
+
+def simulate(kernel, args, waves: bool = False, dram: DramConfig | None = None, seed=None,
+             out_dir="rtl_out") -> SimResult:
+    loc = user_loc()
+    values = check_args(kernel.name, kernel.params, tuple(args))
+    dram = dram or DramConfig()
+    t0 = time.perf_counter()
+    design = elaborate(kernel, dram)
+    layout = harness.Layout(design)
+    sources = {
+        f"{kernel.name}.v": design.verilog,
+        "hwgen_tb.v": harness.tb_verilog(design),
+        "hwgen_dram.v": _DRAM_V.read_text(),
+    }
+    try:
+        build_dir, hit = runner.build(sources, waves=waves)
+    except runner.ToolError as e:
+        raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
+    t1 = time.perf_counter()
+    work = Path(tempfile.mkdtemp(prefix=f"hwgen-{kernel.name}-"))
+    try:
+        image = layout.image(values)
+        harness.write_hex(work / "dram_in.hex", image, layout.word_bits)
+        inputs = {f"base_{name}": base for name, base in layout.bases.items()}
+        for p in kernel.params:
+            if not p.is_array:
+                inputs[f"arg_{p.name}"] = _unsigned(values[p.name], p.dtype)
+        predicted = design.report["predicted_cycles"]
+        timeout = max(10 * predicted, predicted + 100_000) + 20 * (dram.latency + dram.jitter)
+        config = {"inputs": inputs, "results": [f"res_{s.name}" for s in design.program.scalar_outs],
+                  "timeout_cycles": timeout}
+        (work / "config.json").write_text(json.dumps(config))
+        plusargs = [f"+DRAM_IN={work / 'dram_in.hex'}", f"+DRAM_OUT={work / 'dram_out.hex'}",
+                    f"+DRAM_LATENCY={dram.latency}", f"+DRAM_JITTER={dram.jitter}",
+                    f"+DRAM_SEED={(seed or 0) * 2654435761 % (1 << 31) + 1}"]
+        env = {"HWGEN_SIM_CONFIG": str(work / "config.json"), "HWGEN_SIM_RESULT": str(work / "result.json")}
+        try:
+            runner.run(build_dir, work, plusargs, env, waves=waves)
+        except runner.ToolError as e:
+            raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
+        result = json.loads((work / "result.json").read_text())
+        if result.get("timeout"):
+            raise SimulationError(
+                f"kernel '{kernel.name}' did not finish within {timeout} cycles (predicted "
+                f"{predicted}): the hardware hangs", loc
+            )
+        if result["fault"]:
+            raise SimulationError(f"kernel '{kernel.name}' accessed DRAM outside the simulated memory", loc)
+        if result["measured"] != result["cycles"]:
+            raise SimulationError(
+                f"kernel '{kernel.name}': its cycle counter says {result['cycles']} but "
+                f"{result['measured']} clock cycles passed", loc
+            )
+        after = harness.read_hex(work / "dram_out.hex", len(image))
+        arrays, stray = layout.read_outputs(image, after)
+        if len(stray):
+            raise SimulationError(
+                f"kernel '{kernel.name}' wrote DRAM outside its outputs ({len(stray)} words, "
+                f"first at word {int(stray[0])})", loc
+            )
+        outs = []
+        scalars = {s.name: s for s in design.program.scalar_outs}
+        for port in kernel.results:
+            if port.is_array:
+                outs.append(arrays[port.name])
+            else:
+                bits = result["results"][f"res_{port.name}"]
+                outs.append(_signed(bits, scalars[port.name].mem.dtype))
+        waves_path = None
+        if waves:
+            dest = Path(out_dir) / kernel.name
+            dest.mkdir(parents=True, exist_ok=True)
+            waves_path = str(dest / f"{kernel.name}.fst")
+            shutil.copyfile(work / "dump.fst", waves_path)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    t2 = time.perf_counter()
+    return SimResult(
+        outputs=outs[0] if len(outs) == 1 else tuple(outs),
+        cycles=result["cycles"],
+        predicted_cycles=predicted,
+        roofline_cycles=design.report["roofline_cycles"],
+        waves=waves_path,
+        build_seconds=t1 - t0,
+        sim_seconds=t2 - t1,
+        run_seconds=result.get("run_seconds", 0.0),
+        cache_hit=hit,
+        design=design,
+    )
+
+
+def verify(kernel, args, waves: bool = False, dram: DramConfig | None = None, seed=None) -> SimResult:
+    loc = user_loc()
+    expected = kernel(*args)
+    sim = simulate(kernel, args, waves=waves, dram=dram, seed=seed)
+    want = expected if isinstance(expected, tuple) else (expected,)
+    got = sim.outputs if isinstance(sim.outputs, tuple) else (sim.outputs,)
+    for port, e, g in zip(kernel.results, want, got):
+        e, g = np.asarray(e), np.asarray(g)
+        if e.shape != g.shape or not np.array_equal(e, g):
+            diff = np.argwhere(e != g) if e.shape == g.shape else np.zeros((1, e.ndim), int)
+            index = tuple(int(i) for i in diff[0]) if len(diff) else ()
+            ev, gv = e[index] if e.ndim else e[()], g[index] if g.ndim else g[()]
+            where = f" at index {index}" if index else ""
+            raise MismatchError(
+                f"kernel '{kernel.name}': output '{port.name}' differs from the golden model"
+                f"{where}: expected {ev}, got {gv}", port.name, index, ev, gv, loc
+            )
+    return sim

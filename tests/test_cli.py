@@ -1,0 +1,116 @@
+"""The command line: one-line errors with exit status 1, nothing half-written in the output."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from hwgen import cli
+from hwgen.errors import show_path
+
+GOOD = '''
+import hwgen as hw
+from hwgen import int16
+
+@hw.kernel(metapipeline=False)
+def double(x: hw.Array[int16, 8]) -> hw.Array[int16, 8]:
+    return hw.map(8, lambda i: x[i] * 2)
+'''
+
+BAD = '''
+import hwgen as hw
+from hwgen import int16
+
+@hw.kernel(metapipeline=False)
+def broken(x: hw.Array[int16, 8]) -> hw.Array[int16, 8]:
+    return hw.map(8, lambda i: x[i + 1])
+'''
+
+
+def run(argv, capsys):
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_missing_file(capsys, tmp_path):
+    path = str(tmp_path / "nothere.py")
+    code, out, err = run(["build", path], capsys)
+    assert code == 1 and out == ""
+    assert err == f"error: {show_path(path)}: no such file\n"
+
+
+def test_file_without_kernel(capsys, tmp_path):
+    path = write(tmp_path, "empty.py", "X = 1\n")
+    code, _, err = run(["build", path], capsys)
+    assert code == 1
+    assert err == f"error: {show_path(path)}: defines no @hw.kernel at module level\n"
+
+
+def test_kernel_error_points_at_user_line_and_writes_nothing(capsys, tmp_path):
+    path = write(tmp_path, "bad.py", BAD)
+    out_dir = tmp_path / "rtl"
+    code, _, err = run(["build", path, "--out", str(out_dir)], capsys)
+    assert code == 1
+    assert err == (f"error: {show_path(path)}:7: subscript 0 of 'x', i + 1, ranges over [1, 8] but "
+                   f"axis 0 has extent 8 (valid 0 .. 7); the access is out of bounds\n")
+    assert not out_dir.exists() or list(out_dir.iterdir()) == []
+
+
+def test_unsupported_schedule_leaves_nothing(capsys, tmp_path):
+    path = write(tmp_path, "tiled.py", GOOD.replace("metapipeline=False", "tile={'i': 4}, metapipeline=False"))
+    out_dir = tmp_path / "rtl"
+    code, _, err = run(["build", path, "--out", str(out_dir)], capsys)
+    assert code == 1
+    assert err.startswith(f"error: {show_path(path)}:5: kernel 'double': tile={{'i': 4}} is not supported yet")
+    assert not out_dir.exists() or list(out_dir.iterdir()) == []
+
+
+def test_bad_arguments(capsys, tmp_path):
+    code, _, err = run(["build"], capsys)
+    assert code == 1 and err == "error: the following arguments are required: APP.py\n"
+    code, _, err = run(["sim", "x.py", "--seed", "abc"], capsys)
+    assert code == 1 and err == "error: argument --seed: invalid int value: 'abc'\n"
+    path = write(tmp_path, "good.py", GOOD)
+    code, _, err = run(["build", path, "--kernel", "nope"], capsys)
+    assert code == 1
+    assert err == f"error: {show_path(path)}: no kernel named 'nope' (it has: double)\n"
+
+
+def test_build_writes_verilog_and_report(capsys, tmp_path):
+    path = write(tmp_path, "good.py", GOOD)
+    out_dir = tmp_path / "rtl"
+    code, out, _ = run(["build", path, "--out", str(out_dir)], capsys)
+    assert code == 0 and out.startswith("built double: ")
+    assert sorted(p.name for p in (out_dir / "double").iterdir()) == ["double.v", "double.vlt", "report.json"]
+    assert [p.name for p in out_dir.iterdir()] == ["double"]
+
+
+def test_show_ir(capsys, tmp_path):
+    path = write(tmp_path, "good.py", GOOD)
+    code, out, _ = run(["build", path, "--out", str(tmp_path / "rtl"), "--show-ir"], capsys)
+    assert code == 0
+    assert "input x -> map0[i<8]" in out and "map0[i<8] -> result out" in out
+    assert "store out_tile" in out
+
+
+@pytest.mark.rtl
+def test_sim_with_random_inputs(capsys, tmp_path):
+    path = write(tmp_path, "good.py", GOOD)
+    code, out, _ = run(["sim", path, "--seed", "3"], capsys)
+    assert code == 0
+    assert out.startswith("PASS double (random inputs, seed 3): measured ")
+
+
+def test_console_script_prints_one_line(tmp_path):
+    exe = os.path.join(os.path.dirname(sys.executable), "hwgen")
+    proc = subprocess.run([exe, "build", str(tmp_path / "missing.py")], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stdout == "" and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr

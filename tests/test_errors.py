@@ -1,0 +1,228 @@
+"""Every user mistake raises a HwgenError whose whole message is checked, pointing at the
+user's own file and line (marked in this file by `# L:<name>` comments)."""
+
+import numpy as np
+import pytest
+
+import hwgen as hw
+from hwgen import int16, int32
+
+N = 16
+HERE = __file__
+
+
+def line_of(marker: str) -> int:
+    with open(HERE) as f:
+        for number, text in enumerate(f, 1):
+            if text.rstrip().endswith(f"# L:{marker}"):
+                return number
+    raise AssertionError(marker)
+
+
+def check(err, kind, message, marker):
+    assert type(err) is kind, (type(err), err)
+    assert err.message == message
+    assert err.file == HERE
+    assert err.line == line_of(marker)
+    assert str(err).endswith(f":{line_of(marker)}: {message}")
+
+
+@hw.kernel
+def total(a: hw.Array[int32, N]) -> int32:
+    return hw.sum(N, lambda i: a[i])
+
+
+def test_wrong_argument_shape():
+    with pytest.raises(hw.HwgenError) as e:
+        total(np.zeros(3, np.int32))  # L:shape
+    check(e.value, hw.TypeMismatchError,
+          "argument 'a' of kernel 'total': expected an int32 array of shape (16,), got an int32 "
+          "array of shape (3,)", "shape")
+
+
+def test_wrong_argument_dtype():
+    with pytest.raises(hw.HwgenError) as e:
+        total(np.zeros(N, np.int16))  # L:dtype
+    check(e.value, hw.TypeMismatchError,
+          "argument 'a' of kernel 'total': expected an int32 array of shape (16,), got an int16 "
+          "array of shape (16,)", "dtype")
+
+
+def test_wrong_argument_kind_and_count():
+    with pytest.raises(hw.HwgenError) as e:
+        total([1, 2])  # L:list
+    check(e.value, hw.TypeMismatchError,
+          "argument 'a' of kernel 'total': expected an int32 array of shape (16,) (numpy), got list", "list")
+    with pytest.raises(hw.HwgenError) as e:
+        total()  # L:count
+    check(e.value, hw.TypeMismatchError, "kernel 'total' takes 1 argument(s) (a), got 0", "count")
+
+
+def test_wrong_scalar_argument():
+    @hw.kernel
+    def scale(s: int16, x: hw.Array[int16, N]) -> hw.Array[int16, N]:
+        return hw.map(N, lambda i: s * x[i])
+
+    x = np.zeros(N, np.int16)
+    with pytest.raises(hw.HwgenError) as e:
+        scale(40000, x)  # L:range
+    check(e.value, hw.TypeMismatchError,
+          "argument 's' of kernel 'scale': 40000 is out of range for int16 [-32768, 32767]", "range")
+    with pytest.raises(hw.HwgenError) as e:
+        scale(np.int32(4), x)  # L:scalar-dtype
+    check(e.value, hw.TypeMismatchError,
+          "argument 's' of kernel 'scale': expected an int16 scalar, got a numpy int32 scalar", "scalar-dtype")
+
+
+def test_unknown_schedule_key():
+    with pytest.raises(hw.HwgenError) as e:
+        @hw.kernel(tile={"q": 4})  # L:tile-key
+        def k(a: hw.Array[int32, N]) -> int32:
+            return hw.sum(N, lambda i: a[i])
+    check(e.value, hw.ScheduleError,
+          "tile names index 'q', but kernel 'k' has no index of that name (its indices: i)", "tile-key")
+    with pytest.raises(hw.HwgenError) as e:
+        total.with_schedule(par={"z": 2})  # L:par-key
+    check(e.value, hw.ScheduleError,
+          "par names index 'z', but kernel 'total' has no index of that name (its indices: i)", "par-key")
+
+
+def test_malformed_schedule():
+    with pytest.raises(hw.HwgenError) as e:
+        total.with_schedule(tile={"i": 0})  # L:tile-size
+    check(e.value, hw.ScheduleError, "tile['i'] must be a positive int, got 0", "tile-size")
+    with pytest.raises(hw.HwgenError) as e:
+        total.with_schedule(metapipeline="yes")  # L:meta
+    check(e.value, hw.ScheduleError, "metapipeline must be True or False, got 'yes'", "meta")
+
+
+def test_out_of_bounds_affine_index():
+    with pytest.raises(hw.HwgenError) as e:
+        @hw.kernel
+        def k(a: hw.Array[int32, N]) -> int32:
+            return hw.sum(N, lambda i: a[i + 1])  # L:oob
+    check(e.value, hw.TraceError,
+          "subscript 0 of 'a', i + 1, ranges over [1, 16] but axis 0 has extent 16 (valid 0 .. 15); "
+          "the access is out of bounds", "oob")
+
+
+def test_lambda_arity_mismatch():
+    with pytest.raises(hw.HwgenError) as e:
+        @hw.kernel
+        def k(a: hw.Array[int32, N, N]) -> hw.Array[int32, N]:
+            return hw.map((N, N), lambda i: a[i, i])  # L:arity
+    check(e.value, hw.TraceError,
+          "the function given to hw.map takes 1 argument(s) (i) but its domain (16, 16) has 2 "
+          "dimension(s); give one index parameter per dimension", "arity")
+
+
+def test_unknown_reduce_op():
+    with pytest.raises(hw.HwgenError) as e:
+        @hw.kernel
+        def k(a: hw.Array[int32, N]) -> int32:
+            return hw.reduce(N, lambda i: a[i], "avg")  # L:op
+    check(e.value, hw.TraceError,
+          "unknown reduce op 'avg'; expected one of '+' '*' 'max' 'min' '&' '|' '^' or an "
+          "associative callable(a, b)", "op")
+
+
+def test_index_name_used_twice():
+    with pytest.raises(hw.HwgenError) as e:
+        @hw.kernel
+        def k(a: hw.Array[int32, N]) -> int32:
+            s = hw.sum(N, lambda i: a[i])
+            return s + hw.max(N, lambda i: a[i])  # L:twice
+    first = line_of("twice") - 1
+    check(e.value, hw.TraceError,
+          f"index name 'i' is used twice in kernel 'k' (first at line {first}); give "
+          f"each lambda parameter its own name, schedules refer to indices by name", "twice")
+
+
+def test_python_control_flow_on_traced_value():
+    with pytest.raises(hw.HwgenError) as e:
+        @hw.kernel
+        def k(a: hw.Array[int32, N]) -> int32:
+            return hw.sum(N, lambda i: a[i] if a[i] > 0 else 0)  # L:bool
+    check(e.value, hw.TraceError,
+          "a traced value has no Python truth value (it is known only in hardware): use "
+          "hw.where(cond, a, b) instead of if/and/or/not, and & | ~ to combine conditions", "bool")
+
+
+def test_result_annotation_mismatch():
+    with pytest.raises(hw.HwgenError) as e:
+        @hw.kernel  # L:result
+        def k(a: hw.Array[int32, N]) -> hw.Array[int16, N]:
+            return hw.map(N, lambda i: a[i])
+    check(e.value, hw.TypeMismatchError,
+          "the result of kernel 'k' is an int32 array of shape (16,), but the annotation says an "
+          "int16 array of shape (16,); convert with .astype(...)", "result")
+
+
+def test_data_dependent_subscript_and_floats():
+    with pytest.raises(hw.HwgenError) as e:
+        @hw.kernel
+        def k(a: hw.Array[int32, N], b: hw.Array[int32, N]) -> int32:
+            return hw.sum(N, lambda i: a[b[i]])  # L:gather
+    check(e.value, hw.TraceError,
+          "subscript 0 of 'a' is a data value (int32); subscripts must be affine expressions of "
+          "index variables", "gather")
+    with pytest.raises(hw.HwgenError) as e:
+        @hw.kernel
+        def k2(a: hw.Array[int32, N]) -> int32:
+            return hw.sum(N, lambda i: a[i] * 2.5)  # L:float
+    check(e.value, hw.TypeMismatchError,
+          "the float 2.5 cannot be used: hwgen has integer types only (fixed point comes with "
+          "hw.fixed)", "float")
+
+
+def test_numpy_function_on_traced_value():
+    with pytest.raises(hw.HwgenError) as e:
+        @hw.kernel
+        def k(a: hw.Array[int32, N]) -> int32:
+            return hw.sum(N, lambda i: np.abs(a[i]))  # L:ufunc
+    check(e.value, hw.TraceError,
+          "numpy functions cannot take traced values; inside a kernel use Python operators and "
+          "hwgen's functions (hw.where, hw.maximum, hw.sum, ...)", "ufunc")
+
+
+def test_weak_python_int_out_of_range():
+    with pytest.raises(hw.HwgenError) as e:
+        @hw.kernel
+        def k(a: hw.Array[int16, N]) -> hw.Array[int16, N]:
+            return hw.map(N, lambda i: a[i] + 40000)  # L:weak
+    check(e.value, hw.TypeMismatchError,
+          "the Python integer 40000 is out of bounds for int16 in '+' (numpy raises "
+          "OverflowError); convert explicitly with .astype(...)", "weak")
+
+
+def test_unsigned_and_signed_64_bit_promote_to_float():
+    with pytest.raises(hw.HwgenError) as e:
+        @hw.kernel
+        def k(a: hw.Array[hw.int64, N], b: hw.Array[hw.uint64, N]) -> hw.Array[hw.int64, N]:
+            return hw.map(N, lambda i: a[i] + b[i])  # L:float64
+    check(e.value, hw.TypeMismatchError,
+          "mixing int64 and uint64 promotes to float64 in numpy, which hwgen does not support; "
+          "convert one side explicitly with .astype(...)", "float64")
+
+
+def test_sum_of_bools_is_ambiguous():
+    with pytest.raises(hw.HwgenError) as e:
+        @hw.kernel
+        def k(a: hw.Array[int32, N]) -> hw.bool_:
+            return hw.sum(N, lambda i: a[i] > 0)  # L:boolsum
+    check(e.value, hw.TypeMismatchError,
+          "reducing bool_ values with '+' is ambiguous (numpy would count them as int64, hwgen "
+          "accumulates in the values' dtype): use .astype(int32) to count, or op '|' / '&' for "
+          "any / all", "boolsum")
+
+
+def test_missing_annotation():
+    def k(a, b: hw.Array[int32, N]) -> int32:  # L:noann
+        return hw.sum(N, lambda i: b[i])
+
+    with pytest.raises(hw.HwgenError) as e:
+        hw.kernel(k)  # L:noann-call
+    assert e.value.message == (
+        "kernel parameter 'a' has no annotation; annotate it as hw.Array[dtype, *shape] (an "
+        "array in DRAM) or a dtype (a scalar)")
+    assert e.value.line == line_of("noann-call")
