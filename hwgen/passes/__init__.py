@@ -1,0 +1,1 @@
+"""Compiler passes: pure functions on the IR, one per file."""
