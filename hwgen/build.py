@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from . import loops
 from .dram import DramConfig
 from .emit import to_verilog, waivers
-from .errors import UnsupportedError
+from .errors import HwgenError
 from .hw.top import KernelTop
 from .model import predict
+from .passes.hoist import hoist_loads
 from .passes.lower import lower
 
 
@@ -43,24 +44,22 @@ class Design:
         return self.kernel.name
 
 
-def check_supported(kernel) -> None:
-    """Reject schedules this version cannot build yet, with the reason."""
+def loop_program(kernel) -> loops.LoopProgram:
+    """The kernel lowered under its schedule, with loop-invariant loads hoisted."""
     s = kernel.schedule
-    for what, value in (("tile", s.tile), ("par", s.par), ("metapipeline", s.metapipeline)):
-        if value:
-            raise UnsupportedError(
-                f"kernel '{kernel.name}': {what}={value} is not supported yet (tiling, parallel "
-                f"lanes and metapipelining come with the tiling issue); build the baseline with "
-                f"with_schedule(tile={{}}, par={{}}, metapipeline=False)", s.loc
-            )
+    return hoist_loads(lower(kernel.program, s.tile, s.par, s.metapipeline))
 
 
 def elaborate(kernel, dram: DramConfig | None = None) -> Design:
     dram = dram or DramConfig()
     started = time.perf_counter()
-    check_supported(kernel)
-    prog = lower(kernel.program, kernel.schedule.tile)
-    top = KernelTop(prog, dram)
+    prog = loop_program(kernel)
+    try:
+        top = KernelTop(prog, dram)
+    except HwgenError as e:
+        if e.loc is None:
+            e.loc = kernel.schedule.loc
+        raise
     text = to_verilog(top, kernel.name)
     elapsed = time.perf_counter() - started
     report = make_report(kernel, dram, prog, top, elapsed)
@@ -68,7 +67,7 @@ def elaborate(kernel, dram: DramConfig | None = None) -> Design:
 
 
 def make_report(kernel, dram: DramConfig, prog, top: KernelTop, seconds: float) -> dict:
-    model = predict(prog, dram, top)
+    model = predict(prog, dram, top.plans, top.unit_names)
     return {
         "kernel": kernel.name,
         "schedule": kernel.schedule.describe(),
@@ -79,8 +78,7 @@ def make_report(kernel, dram: DramConfig, prog, top: KernelTop, seconds: float) 
         "compute_bound_cycles": model.compute_bound,
         "memory_bound_cycles": model.memory_bound,
         "lanes": model.lanes,
-        "memories": [{"name": m.name, "dtype": m.dtype.name, "shape": list(m.shape), "kind": "registers"}
-                     for m in prog.mems],
+        "memories": [top.plans[m.name].describe() for m in prog.mems],
         "ports": {
             "params": [{"name": p.name, "dtype": p.dtype.name} for p in kernel.params if not p.is_array],
             "arrays": [{"name": d.name, "dtype": d.dtype.name, "shape": list(d.shape), "role": d.role}

@@ -2,7 +2,8 @@
 
 `to_verilog(component, name)` turns an Amaranth component into Verilog with Yosys (the same
 steps as `amaranth.back.verilog.convert`, plus `opt_clean -purge` to drop wires nothing uses),
-with no source attributes, so the same design always gives the same bytes.
+with no source attributes, so the same design always gives the same bytes. Block RAMs carry no
+initial contents (hwgen never reads a block RAM word before writing it).
 
 `waivers(name)` is a Verilator configuration file that switches off, for that generated file
 only, the lint rules that flag idioms of Amaranth's and Yosys's Verilog rather than mistakes:
@@ -16,6 +17,8 @@ Every other -Wall warning stays on; the tests require none.
 """
 
 from __future__ import annotations
+
+import re
 
 from amaranth._toolchain.yosys import find_yosys
 from amaranth.back import rtlil
@@ -46,7 +49,13 @@ def to_verilog(component: wiring.Component, name: str) -> str:
         f"attrmap -modattr {_ATTRS}",
         "write_verilog -norename",
     ]
-    return yosys.run(["-q", "-"], "\n".join(script), ignore_warnings=True)
+    script_out = yosys.run(["-q", "-"], "\n".join(script), ignore_warnings=True)
+    return _ZERO_INIT.sub("", script_out)
+
+
+# Block RAMs are written before they are read, so their all-zero initial contents carry no
+# meaning; dropping them keeps the Verilog (and Verilator's compile) small.
+_ZERO_INIT = re.compile(r"\n  initial begin\n(?:    [^\n=]+\[\d+\] = \d+'[bdh]0+;\n)+  end")
 
 
 def waivers(name: str) -> str:

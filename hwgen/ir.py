@@ -97,6 +97,7 @@ class Read(Expr):
     src: "ArrayNode"
     idx: tuple
     loc: Loc | None = field(default=None, compare=False, repr=False)
+    text: str = field(default="", compare=False, repr=False)  # as the user wrote it: x[i + 1]
 
     @property
     def dtype(self) -> DType:
@@ -107,6 +108,7 @@ class Read(Expr):
 class MemRead(Expr):
     mem: object  # loops.Mem
     idx: tuple
+    source: str = field(default="", compare=False, repr=False)  # the user's read it replaces
 
     @property
     def dtype(self) -> DType:

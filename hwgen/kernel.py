@@ -67,11 +67,11 @@ class Kernel:
 
         return elaborate(self, dram=dram)
 
-    def simulate(self, *args, waves=False, dram=None, seed=None):
-        """Run the hardware in Verilator; returns a `SimResult`."""
+    def simulate(self, *args, waves=False, dram=None, seed=None, monitor=None):
+        """Run the hardware in Verilator; returns a `SimResult` (see simulate.py)."""
         from .simulate import simulate
 
-        return simulate(self, args, waves=waves, dram=dram, seed=seed)
+        return simulate(self, args, waves=waves, dram=dram, seed=seed, monitor=monitor)
 
     def verify(self, *args, waves=False, dram=None, seed=None):
         """Simulate and compare every output with the golden model (raises MismatchError)."""

@@ -87,9 +87,18 @@ class _Runner:
             return
         flat = np.ravel_multi_index(idx, mem.shape) if idx else np.zeros(len(value), dtype=np.int64)
         view = mem.reshape(-1)
-        for k in range(len(value)):  # in iteration order, exactly as the hardware folds
-            t = flat[k]
-            if first[k]:
-                view[t] = value[k]
-            else:
-                view[t] = self.ev.combine(w.op, view[t:t + 1], value[k:k + 1], w.mem.dtype, Frame())[0]
+        # fold in iteration order, exactly as the hardware does: round r updates, for every
+        # element at once, with the r-th iteration that targets it
+        order = np.argsort(flat, kind="stable")
+        sorted_targets = flat[order]
+        starts = np.r_[0, np.nonzero(np.diff(sorted_targets))[0] + 1]
+        group_start = np.repeat(starts, np.diff(np.r_[starts, len(flat)]))
+        occurrence = np.empty(len(flat), dtype=np.int64)
+        occurrence[order] = np.arange(len(flat)) - group_start
+        for r in range(int(occurrence.max()) + 1 if len(flat) else 0):
+            sel = np.nonzero(occurrence == r)[0]
+            t = flat[sel]
+            new = value[sel]
+            old = view[t]
+            combined = self.ev.combine(w.op, old, new, w.mem.dtype, Frame())
+            view[t] = np.where(first[sel], new, combined)

@@ -33,6 +33,8 @@ class Mem:
     name: str
     dtype: DType
     shape: tuple
+    label: str = field(default="", compare=False)  # how messages name it ("the tile of x")
+    loc: object = field(default=None, compare=False)  # the user's line it serves
 
     @property
     def size(self) -> int:

@@ -1,19 +1,22 @@
 """The cycle model: predicted cycles per controller, and the roofline bound.
 
 Each formula restates the timing its hardware template documents (hw/*.py); simulation checks
-the sum. With the DRAM at its fixed latency, the model is exact for the controllers built so far:
+the sum. With the DRAM at its fixed latency the model is exact for controllers that do not
+compete for the channel:
 
     Pipe        iterations + latency + 1          (latency: the datapath's write stage)
     SeqLoop     1 + iterations * sum(stage + 1)
+    MetaLoop    1 + sum over steps of (slowest stage in the step + 1);
+                iterations + stages - 1 steps, stage s busy in steps s .. s + iterations - 1
     Parallel    max(children); loads in parallel share one request per cycle:
                 total beats + DRAM latency + 1
     Load        beats + DRAM latency + 1
-    Store       beats + 1
+    Store       beats + read latency of its memory + 1
     kernel      root + 1
 
 Roofline: max(compute bound, memory bound), where the compute bound is the busiest pipe's total
-iterations over its lanes, and the memory bound moves each input element in and each output
-element out once, `words_per_cycle` per cycle each way.
+cycles of issue (iterations, each carrying all its lanes), and the memory bound moves each
+input element in and each output element out once, `words_per_cycle` per cycle each way.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import math
 from dataclasses import dataclass
 
 from .dram import DramConfig
-from .hw.pipe import pipe_timing
+from .hw.pipe import pipe_latency
 from .hw.transfer import beats_of
 from .loops import Load, Loop, LoopProgram, Parallel, Pipe, Store
 
@@ -37,29 +40,33 @@ class Prediction:
     tree: dict
 
 
-def predict(prog: LoopProgram, dram: DramConfig, top=None) -> Prediction:
-    from .hw.top import mem_latency
-
+def predict(prog: LoopProgram, dram: DramConfig, plans: dict, names: dict | None = None) -> Prediction:
+    """Cycles of `prog` on `dram`, with memories built as in `plans` (passes.memplan);
+    `names` (id of a controller -> its hardware instance) labels the report's tree."""
+    names = names or {}
     pipe_work: dict = {}
+    lanes = 1
 
     def cycles(c, trips: int) -> tuple:
         """(cycles, report dict) of controller `c`, run `trips` times in all."""
+        nonlocal lanes
         if isinstance(c, Pipe):
-            _, latency = pipe_timing(c, mem_latency, lambda m: m.size)
+            latency = pipe_latency(c, plans)
             pipe_work[id(c)] = pipe_work.get(id(c), 0) + trips * c.iterations
+            lanes = max(lanes, math.prod(k.par for k in c.counters))
             n = c.iterations + latency + 1
             return n, {"pipe": [k.name for k in c.counters], "iterations": c.iterations,
-                       "latency": latency, "cycles": n}
+                       "lanes": math.prod(k.par for k in c.counters), "latency": latency, "cycles": n}
         if isinstance(c, Load):
             beats = beats_of(c.mem.shape, dram.words_per_cycle)
             n = beats + dram.latency + 1
             return n, {"load": c.dram.name, "beats": beats, "cycles": n}
         if isinstance(c, Store):
             beats = beats_of(c.shape, dram.words_per_cycle)
-            n = beats + 1
+            n = beats + plans[c.mem.name].latency + 1
             return n, {"store": c.dram.name, "beats": beats, "cycles": n}
         if isinstance(c, Parallel):
-            kids = [cycles(k, trips) for k in c.children]
+            kids = [named(k, trips) for k in c.children]
             if all(isinstance(k, Load) for k in c.children):
                 beats = sum(beats_of(k.mem.shape, dram.words_per_cycle) for k in c.children)
                 n = beats + dram.latency + 1
@@ -68,16 +75,27 @@ def predict(prog: LoopProgram, dram: DramConfig, top=None) -> Prediction:
             return n, {"parallel": [k[1] for k in kids], "cycles": n}
         if isinstance(c, Loop):
             it = c.iterations
-            kids = [cycles(k, trips * it) for k in c.stages]
-            n = 1 + it * sum(k[0] + 1 for k in kids)
+            kids = [named(k, trips * it) for k in c.stages]
+            durations = [k[0] for k in kids]
+            if c.meta:
+                S = len(durations)
+                n = 1
+                for step in range(it + S - 1):
+                    n += max(durations[s] for s in range(S) if 0 <= step - s < it) + 1
+            else:
+                n = 1 + it * sum(d + 1 for d in durations)
             return n, {"loop": [k.name for k in c.counters], "iterations": it,
-                       "stages": [k[1] for k in kids], "cycles": n}
+                       "metapipeline": c.meta, "stages": [k[1] for k in kids], "cycles": n}
         raise TypeError(type(c).__name__)
 
-    root, tree = cycles(prog.root, 1)
-    lanes = 1
+    def named(c, trips):
+        n, entry = cycles(c, trips)
+        if id(c) in names:
+            entry = {"unit": names[id(c)], **entry}
+        return n, entry
+
+    root, tree = named(prog.root, 1)
     compute = max(pipe_work.values(), default=0)
-    compute = math.ceil(compute / lanes)
     read_words = sum(d.size for d in prog.drams if d.role == "in")
     write_words = sum(d.size for d in prog.drams if d.role == "out")
     memory = math.ceil(max(read_words, write_words) / dram.words_per_cycle)

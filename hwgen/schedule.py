@@ -33,7 +33,8 @@ class Schedule:
         return not self.tile and not self.par and not self.metapipeline
 
     def check(self, extents: dict, kernel_name: str) -> None:
-        """Every key must name an index variable of the kernel (`extents`: name -> extent)."""
+        """Every key must name an index variable of the kernel (`extents`: name -> extent);
+        a tile size must divide its index's extent; lanes must divide their tile."""
         user_names = sorted(n for n in extents if not n.startswith("%"))
         for what, sizes in (("tile", self.tile), ("par", self.par)):
             for name in sizes:
@@ -43,6 +44,21 @@ class Schedule:
                         f"{what} names index '{name}', but kernel '{kernel_name}' has no index "
                         f"of that name (its indices: {known})", self.loc
                     )
+        for name, size in self.tile.items():
+            if extents[name] % size:
+                raise ScheduleError(
+                    f"tile size {size} for index '{name}' does not divide its extent "
+                    f"{extents[name]}", self.loc
+                )
+        for name, lanes in self.par.items():
+            tile = self.tile.get(name, 1)
+            if lanes > 1 and tile % lanes:
+                hint = f"tile it by a multiple of {lanes}" if name not in self.tile else \
+                    f"use a tile size that is a multiple of {lanes}"
+                raise ScheduleError(
+                    f"par {lanes} for index '{name}' needs its tile size ({tile}) to be a "
+                    f"multiple of {lanes}: lanes run inside a tile; {hint}", self.loc
+                )
 
     def describe(self) -> dict:
         return {"tile": dict(self.tile), "par": dict(self.par), "metapipeline": self.metapipeline}

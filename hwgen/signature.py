@@ -87,10 +87,7 @@ def _as_type(annotation, what: str, loc: Loc):
 
 def parse_params(fn, loc: Loc) -> list:
     """The Ports of `fn`'s parameters, from their annotations."""
-    try:
-        annotations = inspect.get_annotations(fn, eval_str=True)
-    except Exception as e:  # a NameError in a string annotation, say
-        raise TraceError(f"cannot evaluate the annotations of '{fn.__name__}': {e}", loc) from None
+    annotations = _annotations(fn, loc)
     ports = []
     for p in inspect.signature(fn).parameters.values():
         if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
@@ -105,9 +102,31 @@ def parse_params(fn, loc: Loc) -> list:
     return ports
 
 
+def _annotations(fn, loc: Loc) -> dict:
+    """`fn`'s annotations, evaluated (string annotations see the function's closure too)."""
+    closure = {n: c.cell_contents for n, c in zip(fn.__code__.co_freevars, fn.__closure__ or ())
+               if _filled(c)}
+    try:
+        return inspect.get_annotations(fn, locals=closure, eval_str=True)
+    except Exception as e:  # a NameError in a string annotation, say
+        hint = ""
+        if isinstance(e, NameError) and any(isinstance(a, str) for a in fn.__annotations__.values()):
+            hint = (" (with `from __future__ import annotations`, annotations are evaluated later "
+                    "and can only use module-level names)")
+        raise TraceError(f"cannot evaluate the annotations of '{fn.__name__}': {e}{hint}", loc) from None
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
 def parse_results(fn, loc: Loc):
     """The declared result types (a list), or None when `fn` has no return annotation."""
-    annotations = inspect.get_annotations(fn, eval_str=True)
+    annotations = _annotations(fn, loc)
     if "return" not in annotations:
         return None
     ann = annotations["return"]

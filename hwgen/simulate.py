@@ -42,6 +42,7 @@ class SimResult:
     predicted_cycles: int
     roofline_cycles: int
     waves: str | None = None
+    timeline: dict | None = None
     build_seconds: float = 0.0
     sim_seconds: float = 0.0
     run_seconds: float = 0.0
@@ -67,7 +68,9 @@ def _signed(bits: int, dtype):
 
 
 def simulate(kernel, args, waves: bool = False, dram: DramConfig | None = None, seed=None,
-             out_dir="rtl_out") -> SimResult:
+             out_dir="rtl_out", monitor=None) -> SimResult:
+    """`monitor`: controller instance names (or True for all) whose runs to record in
+    `SimResult.timeline` as lists of (go cycle, done cycle), counted from start."""
     loc = user_loc()
     values = check_args(kernel.name, kernel.params, tuple(args))
     dram = dram or DramConfig()
@@ -94,8 +97,9 @@ def simulate(kernel, args, waves: bool = False, dram: DramConfig | None = None, 
                 inputs[f"arg_{p.name}"] = _unsigned(values[p.name], p.dtype)
         predicted = design.report["predicted_cycles"]
         timeout = max(10 * predicted, predicted + 100_000) + 20 * (dram.latency + dram.jitter)
+        units = sorted(design.component.unit_names.values()) if monitor is True else list(monitor or [])
         config = {"inputs": inputs, "results": [f"res_{s.name}" for s in design.program.scalar_outs],
-                  "timeout_cycles": timeout}
+                  "timeout_cycles": timeout, "monitor": units}
         (work / "config.json").write_text(json.dumps(config))
         plusargs = [f"+DRAM_IN={work / 'dram_in.hex'}", f"+DRAM_OUT={work / 'dram_out.hex'}",
                     f"+DRAM_LATENCY={dram.latency}", f"+DRAM_JITTER={dram.jitter}",
@@ -148,6 +152,7 @@ def simulate(kernel, args, waves: bool = False, dram: DramConfig | None = None, 
         predicted_cycles=predicted,
         roofline_cycles=design.report["roofline_cycles"],
         waves=waves_path,
+        timeline={u: list(zip(t["go"], t["done"])) for u, t in result.get("timeline", {}).items()} or None,
         build_seconds=t1 - t0,
         sim_seconds=t2 - t1,
         run_seconds=result.get("run_seconds", 0.0),

@@ -551,6 +551,10 @@ def read(src: ir.ArrayNode, idx: tuple) -> ir.Read:
     """`src[idx]`, checking each subscript is affine and in bounds for the whole domain."""
     loc = user_loc()
     trace = current("indexing an array")
+    affs = [to_affine(e) for e in idx]
+    text = ""
+    if isinstance(src, ir.Input) and all(a is not None for a in affs):
+        text = f"{src.name}[{', '.join(str(a) for a in affs)}]"
     for axis, (e, n) in enumerate(zip(idx, src.shape)):
         aff = to_affine(e)
         name = f"'{src.name}'" if isinstance(src, ir.Input) else "the array"
@@ -569,7 +573,7 @@ def read(src: ir.ArrayNode, idx: tuple) -> ir.Read:
                 f"subscript {axis} of {name}, {aff}, ranges over [{lo}, {hi}] but axis {axis} "
                 f"has extent {n} (valid 0 .. {n - 1}); the access is out of bounds", loc
             )
-    return ir.Read(src, tuple(idx), loc=loc)
+    return ir.Read(src, tuple(idx), loc=loc, text=text)
 
 
 def subscript(arr: ArrayVal, key) -> "Val | ArrayVal":

@@ -5,10 +5,10 @@ import numpy as np
 import hwgen as hw
 from hwgen import int32
 
-N = 4096
+N = 16384
 
 
-@hw.kernel(metapipeline=False)
+@hw.kernel(tile={"i": 1024}, par={"i": 8})
 def dotproduct(a: hw.Array[int32, N], b: hw.Array[int32, N]) -> int32:
     return hw.sum(N, lambda i: a[i] * b[i])
 

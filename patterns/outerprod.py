@@ -5,10 +5,10 @@ import numpy as np
 import hwgen as hw
 from hwgen import int32
 
-M, N = 48, 64
+M, N = 256, 64
 
 
-@hw.kernel(metapipeline=False)
+@hw.kernel(tile={"i": 16, "j": 64}, par={"j": 16})
 def outerprod(a: hw.Array[int32, M], b: hw.Array[int32, N]) -> hw.Array[int32, M, N]:
     return hw.map((M, N), lambda i, j: a[i] * b[j])
 

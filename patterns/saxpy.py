@@ -5,10 +5,10 @@ import numpy as np
 import hwgen as hw
 from hwgen import int32
 
-N = 2048
+N = 16384
 
 
-@hw.kernel(metapipeline=False)
+@hw.kernel(tile={"i": 1024}, par={"i": 8})
 def saxpy(a: int32, x: hw.Array[int32, N], y: hw.Array[int32, N]) -> hw.Array[int32, N]:
     return hw.map(N, lambda i: a * x[i] + y[i])
 

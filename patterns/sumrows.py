@@ -5,10 +5,10 @@ import numpy as np
 import hwgen as hw
 from hwgen import int32
 
-R, C = 64, 96
+R, C = 256, 96
 
 
-@hw.kernel(metapipeline=False)
+@hw.kernel(tile={"i": 16, "j": 96}, par={"j": 16})
 def sumrows(x: hw.Array[int32, R, C]) -> hw.Array[int32, R]:
     return hw.map(R, lambda i: hw.sum(C, lambda j: x[i, j]))
 

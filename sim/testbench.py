@@ -2,11 +2,13 @@
 
 It reads its settings from the JSON file named by $HWGEN_SIM_CONFIG: `inputs` (port name ->
 unsigned value: scalar arguments and array base addresses), `results` (scalar result port
-names), `timeout_cycles`. It resets the design, pulses `start`, waits for `done` (an edge
+names), `timeout_cycles`, and optionally `monitor` (controller instances whose go/done edges to
+record, one callback per edge). It resets the design, pulses `start`, waits for `done` (an edge
 callback: no Python runs per cycle), has the DRAM model dump its contents, and writes what it
 saw to the JSON file named by $HWGEN_SIM_RESULT: `cycles` (the kernel's counter), `measured`
 (clock periods between start and done), `run_seconds` (wall time from start to done), result
-values, `fault`, or `timeout`.
+values, `timeline` (per monitored controller, the cycles of its go and done pulses), `fault`,
+or `timeout`.
 """
 
 import json
@@ -18,6 +20,13 @@ from cocotb.triggers import ClockCycles, First, RisingEdge, Timer
 from cocotb.utils import get_sim_time
 
 PERIOD_NS = 10
+
+
+async def _record(signal, times, started):
+    """Append the cycle (from start) of every rising edge of `signal`: one callback an edge."""
+    while True:
+        await RisingEdge(signal)
+        times.append(round((get_sim_time("ns") - started) / PERIOD_NS))
 
 
 @cocotb.test()
@@ -37,6 +46,12 @@ async def run_kernel(dut):
     started = get_sim_time("ns")
     dut.start.value = 0
     out = {}
+    timeline = {}
+    for unit in cfg.get("monitor", []):
+        inst = getattr(dut.dut, unit)
+        timeline[unit] = {"go": [], "done": []}
+        for edge in ("go", "done"):
+            cocotb.start_soon(_record(getattr(inst, edge), timeline[unit][edge], started))
     timeout = Timer(cfg["timeout_cycles"] * PERIOD_NS, "ns")
     wall = time.perf_counter()
     fired = await First(RisingEdge(dut.done), timeout)
@@ -47,6 +62,7 @@ async def run_kernel(dut):
         out["measured"] = round((get_sim_time("ns") - started) / PERIOD_NS)
         out["cycles"] = int(dut.cycles.value)
         out["results"] = {name: int(getattr(dut, name).value) for name in cfg["results"]}
+        out["timeline"] = timeline
     dut.dump.value = 1
     await RisingEdge(dut.clk)
     dut.dump.value = 0

@@ -64,12 +64,12 @@ def test_kernel_error_points_at_user_line_and_writes_nothing(capsys, tmp_path):
     assert not out_dir.exists() or list(out_dir.iterdir()) == []
 
 
-def test_unsupported_schedule_leaves_nothing(capsys, tmp_path):
-    path = write(tmp_path, "tiled.py", GOOD.replace("metapipeline=False", "tile={'i': 4}, metapipeline=False"))
+def test_bad_schedule_leaves_nothing(capsys, tmp_path):
+    path = write(tmp_path, "tiled.py", GOOD.replace("metapipeline=False", "tile={'i': 3}"))
     out_dir = tmp_path / "rtl"
     code, _, err = run(["build", path, "--out", str(out_dir)], capsys)
     assert code == 1
-    assert err.startswith(f"error: {show_path(path)}:5: kernel 'double': tile={{'i': 4}} is not supported yet")
+    assert err == f"error: {show_path(path)}:5: tile size 3 for index 'i' does not divide its extent 8\n"
     assert not out_dir.exists() or list(out_dir.iterdir()) == []
 
 

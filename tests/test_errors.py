@@ -216,6 +216,38 @@ def test_sum_of_bools_is_ambiguous():
           "any / all", "boolsum")
 
 
+def test_tile_that_does_not_divide():
+    with pytest.raises(hw.HwgenError) as e:
+        total.with_schedule(tile={"i": 5})  # L:tile-divide
+    check(e.value, hw.ScheduleError, "tile size 5 for index 'i' does not divide its extent 16", "tile-divide")
+
+
+def test_par_must_divide_its_tile():
+    with pytest.raises(hw.HwgenError) as e:
+        total.with_schedule(tile={"i": 8}, par={"i": 3})  # L:par-divide
+    check(e.value, hw.ScheduleError,
+          "par 3 for index 'i' needs its tile size (8) to be a multiple of 3: lanes run inside a "
+          "tile; use a tile size that is a multiple of 3", "par-divide")
+    with pytest.raises(hw.HwgenError) as e:
+        total.with_schedule(par={"i": 4})  # L:par-untiled
+    check(e.value, hw.ScheduleError,
+          "par 4 for index 'i' needs its tile size (1) to be a multiple of 4: lanes run inside a "
+          "tile; tile it by a multiple of 4", "par-untiled")
+
+
+def test_parallel_access_the_banking_cannot_serve():
+    @hw.kernel(tile={"i": 4, "j": 4}, par={"i": 2, "j": 2})
+    def diagonal_sums(x: hw.Array[int32, 16]) -> hw.Array[int32, 8, 8]:
+        return hw.map((8, 8), lambda i, j: x[i + j])  # L:conflict
+
+    with pytest.raises(hw.HwgenError) as e:
+        diagonal_sums.elaborate()
+    check(e.value, hw.ScheduleError,
+          "cannot serve the read x[i + j] (the tile of 'x') with these parallel lanes: lanes "
+          "(i=0, j=1) and (i=1, j=0) need the same element in the same cycle; choose par so that "
+          "each lane touches its own element", "conflict")
+
+
 def test_missing_annotation():
     def k(a, b: hw.Array[int32, N]) -> int32:  # L:noann
         return hw.sum(N, lambda i: b[i])

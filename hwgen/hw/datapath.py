@@ -83,21 +83,24 @@ def range_shape(lo: int, hi: int) -> Shape:
 
 
 class Datapath:
-    """Builds the hardware of the expressions of one Pipe into module `m`.
+    """Builds the hardware of the expressions of one Pipe into module `m`, for every lane.
 
-    `leaf(node)` gives the value of an Index or Param (`static(node)` says whether it holds
-    still during the pipe); `read(node, addr_value, stage)` performs a MemRead whose flat
-    address is valid at `stage` and returns its data, valid `mem_latency(mem)` cycles later.
+    A lane is a tuple of (par counter, lane offset) pairs; a node's value is made once per
+    distinct projection of the lane onto the par counters it depends on (`deps(node)`).
+    `leaf(node, lane)` gives the value of an Index or Param (`static(node)` says whether it
+    holds still during the pipe); `read(node, index_values, stage, lane)` performs a MemRead
+    whose indices are valid at `stage` and returns its data, valid `mem_latency(mem)` later.
     """
 
-    def __init__(self, m, timing: Timing, extents: dict, leaf, static, read, mem_latency, name="dp"):
+    def __init__(self, m, timing: Timing, extents: dict, leaf, static, read, mem_latency, deps, name="dp"):
         self.m = m
-        self.mem_latency = mem_latency
         self.timing = timing
         self.extents = extents
         self.leaf = leaf
         self.is_static_leaf = static
         self.read = read
+        self.mem_latency = mem_latency
+        self.deps = deps
         self.name = name
         self._made: dict = {}
         self._delayed: dict = {}
@@ -126,32 +129,39 @@ class Datapath:
         self._n += 1
         return Signal(shape, name=f"{self.name}_{hint}{self._n}")
 
-    def at(self, node, stage: int):
+    def project(self, node, lane: tuple) -> tuple:
+        deps = self.deps(node)
+        return tuple(sorted((n, v) for n, v in lane if n in deps))
+
+    def at(self, node, stage: int, lane: tuple = ()):
         """`node`'s value at pipeline `stage` (not before the stage it is computed in)."""
-        made_stage = self.timing.stage[node]
-        value = self.made(node)
-        if stage == made_stage or self.static(node):
+        lane = self.project(node, lane)
+        value = self.made(node, lane)
+        if self.static(node):
             return value
-        assert stage > made_stage, f"{node} needed at stage {stage} before it is made ({made_stage})"
-        key = (node, stage)
-        found = self._delayed.get(key)
+        return self.delay(value, self.timing.stage[node], stage, (node, lane), self.shape(node))
+
+    def delay(self, value, made_stage: int, stage: int, key, shape):
+        """`value`, made in `made_stage`, carried in registers to `stage`."""
+        if stage == made_stage:
+            return value
+        assert stage > made_stage, f"{key} needed at stage {stage} before it is made ({made_stage})"
+        found = self._delayed.get((key, stage))
         if found is None:
-            prev = self.at(node, stage - 1)
-            found = self.signal(self.shape(node), f"d{stage}_")
+            prev = self.delay(value, made_stage, stage - 1, key, shape)
+            found = self.signal(shape, f"d{stage}_")
             self.m.d.sync += found.eq(prev)
-            self._delayed[key] = found
+            self._delayed[(key, stage)] = found
         return found
 
-    def made(self, node):
-        """The value of `node` in the stage it is computed in."""
-        found = self._made.get(node)
+    def made(self, node, lane: tuple = ()):
+        """The value of `node` (for the projected `lane`) in the stage it is computed in."""
+        key = (node, lane)
+        found = self._made.get(key)
         if found is None:
-            found = self._make(node)
-            self._made[node] = found
+            found = self._make(node, lane)
+            self._made[key] = found
         return found
-
-    def _operand(self, node, of) -> object:
-        return self.at(node, self.timing.stage[of] - self._latency(of))
 
     @staticmethod
     def _latency(node) -> int:
@@ -159,45 +169,29 @@ class Datapath:
             return 1
         return 0
 
-    def _make(self, node):
+    def _make(self, node, lane):
         if isinstance(node, (ir.Index, ir.Param)):
-            return self.leaf(node)
+            return self.leaf(node, lane)
         if isinstance(node, ir.Const):
             return Const(node.value, self.shape(node))
         if isinstance(node, ir.MemRead):
-            return self._mem_read(node)
+            stage = self.timing.stage[node] - self.mem_latency(node.mem)
+            idx = [self.at(i, stage, lane) for i in node.idx]
+            return self.read(node, idx, stage, lane)
         out = self.signal(self.shape(node), type(node).__name__.lower()[:3] + "_")
-        value = self._compute(node)
+        operand_stage = self.timing.stage[node] - self._latency(node)
+        value = compute(node, [self.at(c, operand_stage, lane) for c in ir.children(node)])
         if self._latency(node):
             self.m.d.sync += out.eq(value)
         else:
             self.m.d.comb += out.eq(value)
         return out
 
-    def _mem_read(self, node: ir.MemRead):
-        shape = node.mem.shape
-        if node.idx:
-            stage = self.timing.stage[node] - self._read_latency(node)
-            idx = [self.at(i, stage) for i in node.idx]
-            addr = flat_address(idx, shape)
-            return self.read(node, addr, stage)
-        return self.read(node, None, self.timing.stage[node])
-
-    def _read_latency(self, node) -> int:
-        return self.mem_latency(node.mem)
-
-    def _compute(self, node):
-        return compute(node, [self._operand(c, node) for c in ir.children(node)])
-
     def combine(self, op: ir.Combiner, old, new, dtype):
-        """`op(old, new)` as combinational logic (an accumulator update)."""
+        """`op(old, new)` as combinational logic (an accumulator update, a tree node)."""
         a, b = ir.Param("%a", dtype), ir.Param("%b", dtype)
         expr = ir.Binary(op.op, a, b, dtype) if op.expr is None else op.expr
-        return self.comb_eval(expr, {"%a": old, "%b": new})
-
-    def comb_eval(self, expr, params: dict):
-        """`expr` as combinational logic; Params are bound to the values in `params`."""
-        return build_comb(self.m, expr, lambda n: params[n.name], self.extents, self.signal)
+        return build_comb(self.m, expr, lambda n: {"%a": old, "%b": new}[n.name], self.extents, self.signal)
 
 
 def build_comb(m, expr, leaf, extents: dict, new_signal):
@@ -291,7 +285,7 @@ def _shift(name: str, a, amount, dtype):
     return Mux(big, fill, a >> amt[:small_bits])
 
 
-def flat_address(idx, shape):
+def flat_address(idx, shape):  # used by the register-file template
     """Row-major flat address of index values `idx` into an array of `shape`."""
     addr = None
     stride = 1

@@ -1,4 +1,12 @@
-"""The inner-pipeline controller: one iteration per cycle through a fixed-latency datapath.
+"""The inner-pipeline controller: one iteration (of every lane) per cycle through a
+fixed-latency datapath.
+
+Lanes: a counter with `par` P advances by P per cycle and its P lanes run side by side; a pipe
+with several such counters runs the product of their lanes. Each memory access gets a port
+with one lane per combination of the par counters its index uses. A write that accumulates
+over lanes its index does not use (a reduction over a par counter) first combines those lanes
+with a tree, then updates the accumulator once: one accumulator update per cycle, whatever the
+adder latency.
 
 Timing (checked by the cycle model and the tests): `go` in cycle t0 issues iteration k in
 cycle t0 + 1 + k; its writes happen `latency` cycles later; `done` pulses in the cycle after
@@ -8,20 +16,26 @@ Members:
     go: In(1), done: Out(1)
     ctr_<name>: In   value of a counter of an enclosing loop (holds still while running)
     arg_<name>: In   a scalar kernel parameter
-    rd_<k>: Out(read port), wr_<k>: Out(write port)  to the memories in `reads` / `writes`
+    r<k>: Out(read port), w<k>: Out(write port)  to the memories in `read_ports` / `write_ports`
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal
+import itertools
+from dataclasses import dataclass
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .. import ir
+from ..affine import to_affine
+from ..errors import ScheduleError
 from ..loops import Pipe
 from . import timing as tm
-from .datapath import Datapath, dtype_shape, flat_address
-from .regfile import read_port, write_port
+from .counters import all_at_end, next_values
+from .datapath import Datapath, dtype_shape
+from .onchip import read_port, write_port
 
 
 def port_name(name: str) -> str:
@@ -48,65 +62,146 @@ def pipe_exprs(pipe: Pipe) -> list:
     return out
 
 
-def pipe_timing(pipe: Pipe, mem_latency, mem_size) -> tuple:
-    """(Timing, write stage) of `pipe`'s datapath."""
-    timing = tm.schedule(pipe_exprs(pipe), mem_latency, mem_size)
-    return timing, tm.write_stage(timing, pipe.writes)
+@dataclass
+class PortSpec:
+    """A memory port of the pipe: its memory, the par counters its lanes run over, the lanes
+    (tuples of (counter, offset)), and each lane's constant bank (or None)."""
+
+    mem: object
+    counters: tuple
+    lanes: list
+    static: list | None
+
+
+def _lanes(names, par: dict) -> list:
+    return [tuple(zip(names, combo)) for combo in itertools.product(*(range(par[n]) for n in names))]
+
+
+def _par_used(idx, par: dict) -> tuple:
+    used = set()
+    for e in idx:
+        for n, c in to_affine(e).terms:
+            if n in par and c:
+                used.add(n)
+    return tuple(sorted(used))
+
+
+def _static_banks(idx, lanes, par: dict, plan) -> list | None:
+    """Each lane's bank when it is the same in every iteration (None when it is not)."""
+    if plan.kind != "sram":
+        return None
+    affs = [to_affine(e) for e in idx]
+    for a, b in zip(affs, plan.banks):
+        for n, c in a.terms:
+            step = c * par[n] if n in par else c
+            if b > 1 and step % b:
+                return None
+    out = []
+    for lane in lanes:
+        value = dict(lane)
+        out.append(tuple((a.const + sum(c * value.get(n, 0) for n, c in a.terms if n in par)) % b
+                         for a, b in zip(affs, plan.banks)))
+    return out
+
+
+def analyse(pipe: Pipe, plans: dict):
+    """Timing, write plans and ports of a pipe (pure; the cycle model uses it too)."""
+    par = {c.name: c.par for c in pipe.counters if c.par > 1}
+    latency = lambda mem: plans[mem.name].latency  # noqa: E731
+    timing = tm.schedule(pipe_exprs(pipe), latency, lambda mem: mem.size)
+    reads, read_nodes = [], []
+    for e in pipe_exprs(pipe):
+        for n in ir.walk(e):
+            if isinstance(n, ir.MemRead) and n not in read_nodes:
+                read_nodes.append(n)
+    read_nodes.sort(key=lambda n: (n.mem.name, repr(n.idx)))
+    for n in read_nodes:
+        names = _par_used(n.idx, par)
+        lanes = _lanes(names, par)
+        reads.append(PortSpec(n.mem, names, lanes, _static_banks(n.idx, lanes, par, plans[n.mem.name])))
+    writes, acc_reads, wplans = [], [], []
+    for w in pipe.writes:
+        names = _par_used(w.idx, par)
+        lanes = _lanes(names, par)
+        reduce_lanes = 1
+        for n in par:
+            if n not in names:
+                reduce_lanes *= par[n]
+        if w.op is None and reduce_lanes > 1:
+            raise ScheduleError(f"the lanes of a parallel write to {w.mem.label or w.mem.name} collide")
+        spec = PortSpec(w.mem, names, lanes, _static_banks(w.idx, lanes, par, plans[w.mem.name]))
+        writes.append(spec)
+        if w.op is not None:
+            acc_reads.append(spec)
+        plan = plans[w.mem.name]
+        wplans.append(tm.write_plan(timing, w, reduce_lanes, plan.latency, w.mem.size))
+    stage = max((p.stage for p in wplans), default=0)
+    return par, timing, reads, read_nodes, writes, acc_reads, wplans, stage
+
+
+def pipe_latency(pipe: Pipe, plans: dict) -> int:
+    return analyse(pipe, plans)[-1]
 
 
 class PipeUnit(wiring.Component):
     """Hardware for one loops.Pipe. `outer`: name -> extent of enclosing counters;
-    `params`: name -> dtype; `mem_latency(mem)`: read latency of each memory."""
+    `params`: name -> dtype; `plans`: memory name -> passes.memplan.MemPlan."""
 
-    def __init__(self, pipe: Pipe, outer: dict, params: dict, mem_latency, name: str = "pipe"):
+    def __init__(self, pipe: Pipe, outer: dict, params: dict, plans: dict):
         self.pipe = pipe
-        self._mem_latency = mem_latency
-        self._name = name
-        self.timing, self.latency = pipe_timing(pipe, mem_latency, lambda m: m.size)
-        exprs = pipe_exprs(pipe)
-        idx_names, param_names = used_names(exprs)
+        self.plans = plans
+        (self.par, self.timing, reads, self.read_nodes, writes, acc_reads,
+         self.write_plans, self.latency) = analyse(pipe, plans)
+        self.read_ports = reads + acc_reads  # the old values of accumulators come last
+        self.write_ports = writes
+        idx_names, param_names = used_names(pipe_exprs(pipe))
         own = {c.name for c in pipe.counters}
         self.outer_used = tuple(n for n in idx_names if n not in own)
         self.params_used = param_names
         self.extents = {**outer, **{c.name: c.extent for c in pipe.counters}}
-        # read ports: one per distinct MemRead, plus one per accumulating write (the old value)
-        self.reads = []
-        for e in exprs:
-            for n in ir.walk(e):
-                if isinstance(n, ir.MemRead) and n not in self.reads:
-                    self.reads.append(n)
-        self.reads = sorted(self.reads, key=lambda n: (n.mem.name, repr(n.idx)))
-        self.acc_reads = [w for w in pipe.writes if w.op is not None]
         members = {"go": In(1), "done": Out(1)}
         for n in self.outer_used:
             members[f"ctr_{port_name(n)}"] = In(range(max(2, outer[n])))
         for n in self.params_used:
             members[f"arg_{port_name(n)}"] = In(dtype_shape(params[n]))
-        self.read_mems = [r.mem for r in self.reads] + [w.mem for w in self.acc_reads]
-        for k, mem in enumerate(self.read_mems):
-            members[f"rd_{k}"] = Out(read_port(mem.size, dtype_shape(mem.dtype)))
-        self.write_mems = [w.mem for w in pipe.writes]
-        for k, mem in enumerate(self.write_mems):
-            members[f"wr_{k}"] = Out(write_port(mem.size, dtype_shape(mem.dtype)))
+        for k, p in enumerate(self.read_ports):
+            members[f"r{k}"] = Out(read_port(p.mem.shape, p.mem.dtype, len(p.lanes)))
+        for k, p in enumerate(self.write_ports):
+            members[f"w{k}"] = Out(write_port(p.mem.shape, p.mem.dtype, len(p.lanes)))
         super().__init__(members)
 
     @property
     def iterations(self) -> int:
         return self.pipe.iterations
 
+    def _deps(self):
+        memo = {}
+
+        def deps(node):
+            found = memo.get(node)
+            if found is None:
+                if isinstance(node, ir.Index):
+                    found = frozenset([node.name]) & frozenset(self.par)
+                else:
+                    found = frozenset().union(*[deps(c) for c in ir.children(node)]) if ir.children(node) else frozenset()
+                memo[node] = found
+            return found
+
+        return deps
+
     def elaborate(self, platform):
         m = Module()
         counters = self.pipe.counters
-        regs = {c.name: Signal(range(max(2, c.extent)), name=port_name(c.name)) for c in counters}
-        running = Signal()
-        last = Signal()
-        # row-major counter chain: the last counter moves fastest
-        m.d.comb += last.eq(_all_at_end(counters, regs))
+        groups = {c.name: c.extent // c.par for c in counters}
+        regs = {c.name: Signal(range(max(2, groups[c.name])), name=port_name(c.name)) for c in counters}
+        running, last = Signal(), Signal()
+        chain = [(regs[c.name], groups[c.name]) for c in counters]
+        m.d.comb += last.eq(all_at_end(chain))
         with m.If(self.go):
             m.d.sync += running.eq(1)
             m.d.sync += [r.eq(0) for r in regs.values()]
         with m.Elif(running):
-            _advance(m, counters, regs)
+            m.d.sync += [r.eq(v) for (r, _), v in zip(chain, next_values(chain))]
             with m.If(last):
                 m.d.sync += running.eq(0)
         L = self.latency
@@ -116,53 +211,76 @@ class PipeUnit(wiring.Component):
             m.d.sync += [valid[s].eq(valid[s - 1]), is_last[s].eq(is_last[s - 1])]
         m.d.sync += self.done.eq(is_last[L])
 
-        read_ports = {node: getattr(self, f"rd_{k}") for k, node in enumerate(self.reads)}
-
-        def leaf(node):
+        def leaf(node, lane):
             if isinstance(node, ir.Param):
                 return getattr(self, f"arg_{port_name(node.name)}")
-            if node.name in regs:
+            if node.name not in regs:
+                return getattr(self, f"ctr_{port_name(node.name)}")
+            p = self.par.get(node.name, 1)
+            if p == 1:
                 return regs[node.name]
-            return getattr(self, f"ctr_{port_name(node.name)}")
+            offset = dict(lane)[node.name]
+            if p & (p - 1) == 0:
+                return Cat(Const(offset, p.bit_length() - 1), regs[node.name])
+            return regs[node.name] * p + offset
 
         def static(node):
             return isinstance(node, ir.Param) or node.name not in regs
 
-        def read(node, addr, stage):
-            port = read_ports[node]
-            if addr is not None:
-                m.d.comb += port.addr.eq(addr)
-            return port.data
+        read_ports = {n: (getattr(self, f"r{k}"), self.read_ports[k]) for k, n in enumerate(self.read_nodes)}
 
-        dp = Datapath(m, self.timing, self.extents, leaf, static, read, self._mem_latency, name="n")
-        acc_k = len(self.reads)
-        for k, w in enumerate(self.pipe.writes):
-            port = getattr(self, f"wr_{k}")
-            value = dp.at(w.value, L)
-            addr = flat_address([dp.at(i, L) for i in w.idx], w.mem.shape) if w.idx else 0
+        def read(node, idx, stage, lane):
+            port, spec = read_ports[node]
+            pos = spec.lanes.index(tuple(sorted((n, v) for n, v in lane if n in spec.counters)))
+            for d, value in enumerate(idx):
+                m.d.comb += getattr(port, f"i{pos}_{d}").eq(value)
+            return getattr(port, f"d{pos}")
+
+        dp = Datapath(m, self.timing, self.extents, leaf, static, read,
+                      lambda mem: self.plans[mem.name].latency, self._deps(), name="n")
+        acc_port = len(self.read_nodes)
+        for k, (w, plan, spec) in enumerate(zip(self.pipe.writes, self.write_plans, self.write_ports)):
+            port = getattr(self, f"w{k}")
+            old_port = None
             if w.op is not None:
-                old_port = getattr(self, f"rd_{acc_k}")
-                acc_k += 1
-                m.d.comb += old_port.addr.eq(addr)
-                new = dp.combine(w.op, old_port.data, value, w.mem.dtype)
-                value = Mux(dp.at(w.first, L), value, new)
-            m.d.comb += [port.en.eq(valid[L]), port.addr.eq(addr), port.data.eq(value)]
+                old_port = getattr(self, f"r{acc_port}")
+                acc_port += 1
+            reduce_names = [n for n in self.par if n not in spec.counters]
+            for pos, lane in enumerate(spec.lanes):
+                value = self._tree(dp, w, plan, lane, reduce_names, L)
+                idx = [dp.at(i, L, lane) for i in w.idx] or [Const(0, 1)]
+                if w.op is not None:
+                    latency = self.plans[w.mem.name].latency
+                    read_idx = [dp.at(i, L - latency, lane) for i in w.idx] or [Const(0, 1)]
+                    for d, v in enumerate(read_idx):
+                        m.d.comb += getattr(old_port, f"i{pos}_{d}").eq(v)
+                    old = getattr(old_port, f"d{pos}")
+                    first_lane = lane + tuple((n, 0) for n in reduce_names)
+                    new = dp.combine(w.op, old, value, w.mem.dtype)
+                    value = Mux(dp.at(w.first, L, first_lane), value, new)
+                m.d.comb += getattr(port, f"en{pos}").eq(valid[L])
+                for d, v in enumerate(idx):
+                    m.d.comb += getattr(port, f"i{pos}_{d}").eq(v)
+                m.d.comb += getattr(port, f"d{pos}").eq(value)
         return m
 
-
-def _all_at_end(counters, regs):
-    cond = 1
-    for c in counters:
-        cond = cond & (regs[c.name] == c.extent - 1)
-    return cond
-
-
-def _advance(m, counters, regs):
-    """Step a row-major chain of counters by one (wrapping inner counters)."""
-    carry = 1
-    for c in reversed(counters):
-        r = regs[c.name]
-        at_end = r == c.extent - 1
-        with m.If(carry):
-            m.d.sync += r.eq(Mux(at_end, 0, r + 1))
-        carry = carry & at_end
+    def _tree(self, dp: Datapath, w, plan, lane, reduce_names, L):
+        """The write's value for `lane`, combined over the reduce lanes, at stage L."""
+        value_stage = self.timing.stage[w.value]
+        if not reduce_names:
+            return dp.at(w.value, L, lane)
+        combos = _lanes(reduce_names, self.par)
+        shape = dtype_shape(w.mem.dtype)
+        level = [(dp.at(w.value, value_stage, lane + c), value_stage) for c in combos]
+        for depth, (stage, _) in enumerate(plan.tree):
+            nxt = []
+            for j in range(0, len(level), 2):
+                if j + 1 == len(level):
+                    nxt.append(level[j])
+                    continue
+                a = dp.delay(level[j][0], level[j][1], stage, ("tree", id(w), depth, j, lane), shape)
+                b = dp.delay(level[j + 1][0], level[j + 1][1], stage, ("tree", id(w), depth, j + 1, lane), shape)
+                nxt.append((dp.combine(w.op, a, b, w.mem.dtype), stage))
+            level = nxt
+        (value, stage), = level
+        return dp.delay(value, stage, L, ("tree-out", id(w), lane), shape)

@@ -75,9 +75,13 @@ def _operands(node) -> tuple:
 
 def place(timing: Timing, operands, cost: int, latency: int = 0) -> tuple:
     """(stage, depth) of a node with `operands`, combinational `cost` and output `latency`."""
+    return place_at([timing.ready(o) for o in operands], cost, latency)
+
+
+def place_at(ready, cost: int, latency: int = 0) -> tuple:
+    """(stage, depth) of a value computed from inputs ready at `ready` ((stage, depth) pairs)."""
     s, d = 0, 0
-    for o in operands:
-        os_, od = timing.ready(o)
+    for os_, od in ready:
         if os_ > s:
             s, d = os_, od
         elif os_ == s:
@@ -129,12 +133,33 @@ def combine_cost(op: ir.Combiner, dtype) -> int:
     return total
 
 
-def write_stage(timing: Timing, writes) -> int:
-    """The stage in which all of a Pipe's `writes` happen (loops.Write objects)."""
-    last = 0
-    for w in writes:
-        nodes = [w.value, *w.idx] + ([w.first] if w.first is not None else [])
-        cost = combine_cost(w.op, w.mem.dtype) if w.op is not None else 0
-        s, _ = place(timing, nodes, min(cost, BUDGET))
-        last = max(last, s)
-    return last
+@dataclass
+class WritePlan:
+    """Where one write of a pipe happens: `tree` holds (stage, depth) of each level of the
+    reduction tree over its lanes; the accumulator update and the write happen in `stage`."""
+
+    tree: list
+    stage: int
+
+
+def write_plan(timing: Timing, w, reduce_lanes: int, mem_latency: int, mem_size: int) -> WritePlan:
+    """Plan one loops.Write whose value is combined over `reduce_lanes` lanes by a tree."""
+    ready = timing.ready(w.value)
+    tree = []
+    lanes = reduce_lanes
+    cost = combine_cost(w.op, w.mem.dtype) - 1 if w.op is not None else 0
+    while lanes > 1:
+        ready = place_at([ready], min(cost, BUDGET))
+        tree.append(ready)
+        lanes = -(-lanes // 2)
+    idx = [timing.ready(i) for i in w.idx]
+    if w.op is None:
+        stage, _ = place_at([ready] + idx, 0)
+        return WritePlan(tree, stage)
+    first = [timing.ready(w.first)]
+    update = min(combine_cost(w.op, w.mem.dtype) + (mux_cost(mem_size) if mem_latency == 0 else 0), BUDGET)
+    stage, _ = place_at([ready] + idx + first, update)
+    if mem_latency:
+        idx_stage = max((s for s, _ in idx), default=0)
+        stage = max(stage, idx_stage + mem_latency)
+    return WritePlan(tree, stage)

@@ -21,29 +21,22 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..dram import DramConfig, word_bits
-from ..errors import UnsupportedError
 from ..loops import Load, Loop, LoopProgram, Parallel, Pipe, Store
+from ..passes.memplan import plan as plan_memories
 from . import memchannel
+from .control import MetaLoop, SeqLoop
 from .control import Parallel as ParallelUnit
-from .control import SeqLoop
 from .datapath import dtype_shape
+from .onchip import OnChipMem
 from .pipe import PipeUnit, port_name
-from .regfile import RegFile
-from .transfer import LoadUnit, StoreUnit
-
-REGFILE_LIMIT = 256
-
-
-def mem_latency(mem) -> int:
-    """Read latency of an on-chip memory (register files read combinationally)."""
-    return 0
+from .transfer import LoadUnit, StoreUnit, static_banks
 
 
 class _Node:
-    """One controller of the tree with its hardware unit and children."""
+    """One controller of the tree with its hardware unit, instance name and children."""
 
-    def __init__(self, ctrl, unit, children=()):
-        self.ctrl, self.unit, self.children = ctrl, unit, list(children)
+    def __init__(self, ctrl, unit, name, children=()):
+        self.ctrl, self.unit, self.name, self.children = ctrl, unit, name, list(children)
 
 
 class KernelTop(wiring.Component):
@@ -53,13 +46,14 @@ class KernelTop(wiring.Component):
         self.prog = prog
         self.dram = dram
         self.word_bits = word_bits(d.dtype for d in prog.drams)
-        for mem in prog.mems:
-            if mem.size > REGFILE_LIMIT:
-                raise UnsupportedError(
-                    f"on-chip memory {mem.name} of {mem.size} elements is larger than register "
-                    f"files allow ({REGFILE_LIMIT}); choose smaller tiles"
-                )
+        self.plans = plan_memories(prog, dram.words_per_cycle)
         self.loads, self.stores, self.pipes, self.loops = [], [], [], []
+        self.unit_names: dict = {}  # id(controller) -> instance name (load0, pipe1, ...)
+        self._counts: dict = {}
+        self._depths = {}
+        for p in self.plans.values():
+            if p.owner is not None:
+                self._depths.setdefault(p.owner, set()).add(p.depth)
         self.tree = self._units(prog.root, {})
         addr = dram.addr_bits
         members = {"start": In(1), "done": Out(1), "busy": Out(1), "cycles": Out(64)}
@@ -75,38 +69,50 @@ class KernelTop(wiring.Component):
 
     # ---------------------------------------------------------------- tree of units
 
+    def _node(self, ctrl, unit, children=()) -> _Node:
+        kind = type(unit).__name__.lower().replace("unit", "")
+        name = f"{kind}{self._counts.setdefault(kind, 0)}"
+        self._counts[kind] += 1
+        self.unit_names[id(ctrl)] = name
+        return _Node(ctrl, unit, name, children)
+
     def _units(self, ctrl, outer: dict) -> _Node:
         cfg = self.dram
         if isinstance(ctrl, Loop):
-            unit = SeqLoop(ctrl.counters, len(ctrl.stages))
+            if ctrl.meta:
+                unit = MetaLoop(ctrl.counters, len(ctrl.stages), self._depths.get(id(ctrl), ()))
+            else:
+                unit = SeqLoop(ctrl.counters, len(ctrl.stages))
             self.loops.append(unit)
             inner = {**outer, **{c.name: c.extent for c in ctrl.counters}}
-            return _Node(ctrl, unit, [self._units(s, inner) for s in ctrl.stages])
+            node = self._node(ctrl, unit)
+            node.children = [self._units(s, inner) for s in ctrl.stages]
+            return node
         if isinstance(ctrl, Parallel):
-            unit = ParallelUnit(len(ctrl.children))
-            return _Node(ctrl, unit, [self._units(s, outer) for s in ctrl.children])
+            node = self._node(ctrl, ParallelUnit(len(ctrl.children)))
+            node.children = [self._units(s, outer) for s in ctrl.children]
+            return node
         if isinstance(ctrl, Pipe):
             params = {p.name: p.dtype for p in self.prog.params}
-            unit = PipeUnit(ctrl, outer, params, mem_latency)
+            unit = PipeUnit(ctrl, outer, params, self.plans)
             self.pipes.append(unit)
-            return _Node(ctrl, unit)
+            return self._node(ctrl, unit)
         if isinstance(ctrl, Load):
             unit = LoadUnit(ctrl, outer, cfg.words_per_cycle, self.word_bits, cfg.addr_bits)
             self.loads.append(unit)
-            return _Node(ctrl, unit)
+            return self._node(ctrl, unit)
         if isinstance(ctrl, Store):
-            unit = StoreUnit(ctrl, outer, cfg.words_per_cycle, self.word_bits, cfg.addr_bits)
+            latency = self.plans[ctrl.mem.name].latency
+            unit = StoreUnit(ctrl, outer, cfg.words_per_cycle, self.word_bits, cfg.addr_bits, latency)
             self.stores.append(unit)
-            return _Node(ctrl, unit)
+            return self._node(ctrl, unit)
         raise TypeError(f"no hardware for {type(ctrl).__name__}")
 
     # ---------------------------------------------------------------- elaboration
 
     def elaborate(self, platform):
         m = Module()
-        args = {}
-        for p in self.prog.params:
-            args[p.name] = Signal(dtype_shape(p.dtype), name=f"arg_{p.name}_q")
+        args = {p.name: Signal(dtype_shape(p.dtype), name=f"arg_{p.name}_q") for p in self.prog.params}
         bases = {d.name: Signal(self.dram.addr_bits, name=f"base_{d.name}_q") for d in self.prog.drams}
         root_go = Signal()
         with m.If(self.start & ~self.busy):
@@ -121,55 +127,68 @@ class KernelTop(wiring.Component):
             m.d.sync += [self.busy.eq(0), self.done.eq(1)]
         m.d.comb += self.tree.unit.go.eq(root_go)
 
-        reads, writes = {}, {}  # mem name -> list of port interfaces (in a fixed order)
-        counter = {"loop": 0, "par": 0, "pipe": 0, "load": 0, "store": 0}
+        ports = {name: {"r": [], "w": []} for name in self.plans}  # mem -> ports (iface, lanes, static, buf)
 
-        def add(node: _Node, scope: dict):
+        def buffer(mem, stages: dict):
+            plan = self.plans[mem.name]
+            if plan.depth == 1:
+                return None
+            unit, k = stages[plan.owner]
+            return unit.buffer_for(plan.depth, k)
+
+        def add(node: _Node, scope: dict, stages: dict):
             unit = node.unit
-            kind = {SeqLoop: "loop", ParallelUnit: "par", PipeUnit: "pipe", LoadUnit: "load", StoreUnit: "store"}[type(unit)]
-            m.submodules[f"{kind}{counter[kind]}"] = unit
-            counter[kind] += 1
+            m.submodules[node.name] = unit
             for n in getattr(unit, "outer_used", ()):
                 m.d.comb += getattr(unit, f"ctr_{port_name(n)}").eq(scope[n])
-            if isinstance(unit, SeqLoop):
-                scope = {**scope, **{c.name: getattr(unit, f"ctr_{port_name(c.name)}") for c in unit.counters}}
             if isinstance(unit, PipeUnit):
                 for n in unit.params_used:
                     m.d.comb += getattr(unit, f"arg_{port_name(n)}").eq(args[n])
-                for k, mem in enumerate(unit.read_mems):
-                    reads.setdefault(mem.name, []).append(getattr(unit, f"rd_{k}"))
-                for k, mem in enumerate(unit.write_mems):
-                    writes.setdefault(mem.name, []).append(getattr(unit, f"wr_{k}"))
+                for k, spec in enumerate(unit.read_ports):
+                    ports[spec.mem.name]["r"].append((getattr(unit, f"r{k}"), len(spec.lanes), spec.static, buffer(spec.mem, stages)))
+                for k, spec in enumerate(unit.write_ports):
+                    ports[spec.mem.name]["w"].append((getattr(unit, f"w{k}"), len(spec.lanes), spec.static, buffer(spec.mem, stages)))
             if isinstance(unit, (LoadUnit, StoreUnit)):
-                dram = unit.load.dram if isinstance(unit, LoadUnit) else unit.store.dram
-                m.d.comb += unit.base.eq(bases[dram.name])
-                for k in range(unit.lanes):
-                    if isinstance(unit, LoadUnit):
-                        writes.setdefault(unit.load.mem.name, []).append(getattr(unit, f"wr_{k}"))
-                    else:
-                        reads.setdefault(unit.store.mem.name, []).append(getattr(unit, f"rd_{k}"))
+                ctrl = node.ctrl
+                m.d.comb += unit.base.eq(bases[ctrl.dram.name])
+                shape = ctrl.mem.shape if isinstance(unit, LoadUnit) else ctrl.shape
+                static = static_banks(shape, self.dram.words_per_cycle, self.plans[ctrl.mem.name]) \
+                    if ctrl.mem.shape == shape else None
+                entry = (unit.port, unit.lanes, static, buffer(ctrl.mem, stages))
+                ports[ctrl.mem.name]["w" if isinstance(unit, LoadUnit) else "r"].append(entry)
             for k, child in enumerate(node.children):
+                inner_scope, inner_stages = scope, stages
+                if isinstance(unit, (SeqLoop, MetaLoop)):
+                    inner_scope = {**scope, **{c.name: unit.counter_for(c.name, k) for c in unit.counters}}
+                    if isinstance(unit, MetaLoop):
+                        inner_stages = {**stages, id(node.ctrl): (unit, k)}
                 m.d.comb += child.unit.go.eq(getattr(unit, f"stage_go_{k}"))
                 m.d.comb += getattr(unit, f"stage_done_{k}").eq(child.unit.done)
-                add(child, scope)
+                add(child, inner_scope, inner_stages)
 
-        add(self.tree, {})
+        add(self.tree, {}, {})
 
         for s in self.prog.scalar_outs:
-            reads.setdefault(s.mem.name, []).append(("res", s.name))
+            ports[s.mem.name]["r"].append((("result", s.name), 1, None, None))
 
         for mem in self.prog.mems:
-            rd = reads.get(mem.name, [])
-            wr = writes.get(mem.name, [])
-            rf = RegFile(mem.size, dtype_shape(mem.dtype), len(rd), len(wr))
-            m.submodules[f"mem_{mem.name}"] = rf
-            for k, port in enumerate(rd):
-                if isinstance(port, tuple):
-                    m.d.comb += [getattr(rf, f"rd_{k}").addr.eq(0), getattr(self, f"res_{port[1]}").eq(getattr(rf, f"rd_{k}").data)]
+            plan = self.plans[mem.name]
+            reads, writes = ports[mem.name]["r"], ports[mem.name]["w"]
+            block = OnChipMem(plan, [(lanes, st) for _, lanes, st, _ in reads], [(lanes, st) for _, lanes, st, _ in writes])
+            m.submodules[f"mem_{mem.name}"] = block
+            for k, (iface, _, _, buf) in enumerate(reads):
+                port = getattr(block, f"r{k}")
+                if isinstance(iface, tuple):  # a scalar result: read element 0 for the port
+                    m.d.comb += [getattr(port, f"i0_{d}").eq(0) for d in range(max(1, len(mem.shape)))]
+                    m.d.comb += getattr(self, f"res_{iface[1]}").eq(port.d0)
                 else:
-                    wiring.connect(m, port, getattr(rf, f"rd_{k}"))
-            for k, port in enumerate(wr):
-                wiring.connect(m, port, getattr(rf, f"wr_{k}"))
+                    wiring.connect(m, iface, port)
+                if buf is not None:
+                    m.d.comb += getattr(block, f"r{k}_buf").eq(buf)
+            for k, (iface, _, _, buf) in enumerate(writes):
+                wiring.connect(m, iface, getattr(block, f"w{k}"))
+                if buf is not None:
+                    m.d.comb += getattr(block, f"w{k}_buf").eq(buf)
 
         cfg = self.dram
         arb = memchannel.Arbiter(len(self.loads), len(self.stores), cfg.addr_bits, self.word_bits, cfg.words_per_cycle)

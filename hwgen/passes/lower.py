@@ -21,20 +21,23 @@ import itertools
 from .. import ir
 from ..affine import Affine, to_affine
 from ..dtypes import bool_, int64
-from ..loops import Counter, Dram, Load, Loop, LoopProgram, Mem, Parallel, Pipe, ScalarOut, Store, Write
+from ..loops import Counter, Dram, Load, Loop, LoopProgram, Mem, Parallel, Pipe, ScalarOut, Store, Write, _expr_str
 from ..program import Program
 from .fuse import fuse
 
 
-def lower(program: Program, tiles: dict) -> LoopProgram:
-    """The loop program of `program` with `tiles` (index name -> tile size; default 1)."""
-    return _Lowerer(program, tiles).run()
+def lower(program: Program, tiles: dict, par: dict | None = None, meta: bool = False) -> LoopProgram:
+    """The loop program of `program` with `tiles` (index name -> tile size; default 1), `par`
+    (index name -> lanes of its in-tile counter) and `meta` (metapipeline outer loops)."""
+    return _Lowerer(program, tiles, par or {}, meta).run()
 
 
 class _Lowerer:
-    def __init__(self, program: Program, tiles: dict):
+    def __init__(self, program: Program, tiles: dict, par: dict, meta: bool):
         self.program = program
         self.tiles = tiles
+        self.par = par
+        self.meta = meta
         self.extents = program.extents
         self.mems: list[Mem] = []
         self.top: list = []
@@ -60,8 +63,8 @@ class _Lowerer:
 
     # -------------------------------------------------------------- helpers
 
-    def new_mem(self, stem: str, dtype, shape) -> Mem:
-        mem = Mem(f"{stem}{next(self._ids)}", dtype, tuple(shape))
+    def new_mem(self, stem: str, dtype, shape, label: str = "", loc=None) -> Mem:
+        mem = Mem(f"{stem}{next(self._ids)}", dtype, tuple(shape), label or stem, loc)
         self.mems.append(mem)
         return mem
 
@@ -72,7 +75,7 @@ class _Lowerer:
             t = self.tiles.get(d.name, 1)
             tiles = d.extent // t
             o = Counter(d.name if t == 1 else f"{d.name}.t", tiles) if tiles > 1 else None
-            li = Counter(d.name if tiles == 1 else f"{d.name}.l", t) if t > 1 else None
+            li = Counter(d.name if tiles == 1 else f"{d.name}.l", t, self.par.get(d.name, 1)) if t > 1 else None
             terms = {}
             if o is not None:
                 outer.append(o)
@@ -107,7 +110,7 @@ class _Lowerer:
                 and expr.mem.shape == tuple(t for t in tile_shape if t > 1)):
             out = expr.mem  # the body is exactly an accumulator: store it directly
         else:
-            out = self.new_mem(f"{dram.name}_tile", node.dtype, tile_shape)
+            out = self.new_mem(f"{dram.name}_tile", node.dtype, tile_shape, f"the result tile of '{dram.name}'", node.loc)
             stages.append(Pipe(tuple(local), (Write(out, local_idx, expr),)))
         origin = []
         for d in node.dims:
@@ -115,7 +118,12 @@ class _Lowerer:
             o = next((c for c in outer if c.name in (d.name, f"{d.name}.t")), None)
             origin.append(Affine.of({o.name: t}, 0).to_expr() if o else ir.Const(0, int64))
         stages.append(Store(out, dram, tuple(origin), tile_shape))
-        return Loop(tuple(outer), tuple(stages))
+        return self.loop(outer, stages)
+
+    def loop(self, counters, stages) -> Loop:
+        """A loop over `counters`; metapipelined when asked for and it has several stages."""
+        meta = self.meta and bool(counters) and len(stages) > 1
+        return Loop(tuple(counters), tuple(stages), meta)
 
     def local_index(self, dims, local) -> tuple:
         names = {c.name for c in local}
@@ -132,7 +140,7 @@ class _Lowerer:
         if isinstance(expr, ir.MemRead) and expr.mem.shape == ():
             self.top.extend(stages)
             return expr.mem
-        mem = self.new_mem("res", expr.dtype, ())
+        mem = self.new_mem("res", expr.dtype, (), "a scalar result")
         stages.append(Pipe((), (Write(mem, (), expr),)))
         self.top.extend(stages)
         return mem
@@ -179,16 +187,18 @@ class _Lowerer:
         one Loop over the tile counters, or the bare stages when there is no tile counter."""
         outer, local, sub = self.split(r.dims)
         stages: list = []
-        counters = list(dep) + local
+        # the reduction's own counters run outermost, so consecutive iterations update
+        # different accumulator elements (no read-modify-write hazard in the pipe)
+        counters = local + list(dep)
         expr = self.extract(ir.subst_indices(r.body, sub), counters, stages)
         expr = self.tile_reads(expr, stages)
-        acc = self.new_mem(stem, r.dtype, tuple(c.extent for c in dep))
+        acc = self.new_mem(stem, r.dtype, tuple(c.extent for c in dep), "the accumulator of a reduction", r.loc)
         first = self.first_iteration(outer + local)
         idx = tuple(ir.Index(c.name) for c in dep)
         stages.append(Pipe(tuple(counters), (Write(acc, idx, expr, r.op, first),)))
         if not outer:
             return acc, stages
-        return acc, [Loop(tuple(outer), tuple(stages))]
+        return acc, [self.loop(outer, stages)]
 
     # -------------------------------------------------------------- tiles
 
@@ -215,10 +225,12 @@ class _Lowerer:
                 lows.append(min(lo for lo, _ in ranges))
                 highs.append(max(hi for _, hi in ranges))
             dram = self.inputs[name]
-            mem = self.new_mem(f"{name}_tile", dram.dtype, [h - lo + 1 for lo, h in zip(lows, highs)])
+            mem = self.new_mem(f"{name}_tile", dram.dtype, [h - lo + 1 for lo, h in zip(lows, highs)],
+                               f"the tile of '{name}'", members[0][0].loc)
             origin = tuple((op + Affine.of({}, lo)).to_expr() for op, lo in zip(outer_parts, lows))
             loads.append(Load(dram, mem, origin))
             for rd, lp in members:
-                mapping[rd] = ir.MemRead(mem, tuple((p + Affine.of({}, -lo)).to_expr() for p, lo in zip(lp, lows)))
+                text = rd.text or f"{name}[{', '.join(_expr_str(i) for i in rd.idx)}]"
+                mapping[rd] = ir.MemRead(mem, tuple((p + Affine.of({}, -lo)).to_expr() for p, lo in zip(lp, lows)), text)
         stages.append(loads[0] if len(loads) == 1 else Parallel(tuple(loads)))
         return ir.transform(expr, lambda n: mapping.get(n) if isinstance(n, ir.Read) else None)

@@ -1,0 +1,27 @@
+"""Counter chains: row-major nests of counters, the last one moving fastest.
+
+A chain is a list of (value, extent) pairs; values count 0 .. extent-1.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Mux
+
+
+def all_at_end(chain):
+    """True when every counter of the chain holds its last value (the chain's last step)."""
+    cond = 1
+    for value, extent in chain:
+        cond = cond & (value == extent - 1)
+    return cond
+
+
+def next_values(chain) -> list:
+    """The chain's values one step later (wrapping to all zeros after the last step)."""
+    out = []
+    carry = 1
+    for value, extent in reversed(chain):
+        wrap = value == extent - 1
+        out.append(Mux(carry, Mux(wrap, 0, value + 1), value))
+        carry = carry & wrap
+    return list(reversed(out))

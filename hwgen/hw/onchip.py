@@ -1,0 +1,220 @@
+"""On-chip memory: registers or banked block RAM, optionally N-buffered, with vector ports.
+
+A port serves `lanes` accesses per cycle; each lane gives one index per dimension.
+
+    read port  (user side)  i<l>_<d>: Out   index of lane l along dimension d
+                            d<l>: In        data of lane l: same cycle (registers) or next
+                                            cycle (block RAM)
+    write port (user side)  en<l>, i<l>_<d>, d<l>: Out   mem[index] <= data at the clock edge
+
+On the memory: `r<k>` / `w<k>` are the ports, `r<k>_buf` / `w<k>_buf` pick the buffer (when
+N-buffered); block RAM is split into banks, element idx living in bank (idx[d] % banks[d])_d
+at offset (idx[d] // banks[d])_d, the buffers of a bank stacked in one RAM; each bank has one
+read port per vector read port, fed by the lane that addresses it. A port may give, per lane, its bank as a constant (`static`), which
+wires lanes to banks directly instead of through a crossbar. The planner guarantees that no
+two lanes of a port need one bank; two write ports never write one buffer in the same cycle.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from amaranth.hdl import Array, Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from .datapath import dtype_shape
+
+
+def index_shapes(shape) -> list:
+    return [range(max(2, n)) for n in shape] if shape else [range(2)]
+
+
+def read_port(shape, dtype, lanes: int) -> wiring.Signature:
+    members = {}
+    for lane in range(lanes):
+        for d, s in enumerate(index_shapes(shape)):
+            members[f"i{lane}_{d}"] = Out(s)
+        members[f"d{lane}"] = In(dtype_shape(dtype))
+    return wiring.Signature(members)
+
+
+def write_port(shape, dtype, lanes: int) -> wiring.Signature:
+    members = {}
+    for lane in range(lanes):
+        members[f"en{lane}"] = Out(1)
+        for d, s in enumerate(index_shapes(shape)):
+            members[f"i{lane}_{d}"] = Out(s)
+        members[f"d{lane}"] = Out(dtype_shape(dtype))
+    return wiring.Signature(members)
+
+
+def select(values: list, index):
+    """values[index] as a multiplexer; the table is padded to a power of two so that every
+    index value selects something (a complete case, no latch, no lint warning)."""
+    width = max(1, (len(values) - 1).bit_length())
+    return Array(values + [values[-1]] * ((1 << width) - len(values)))[index]
+
+
+def lane_index(port, lane: int, ndim: int) -> list:
+    return [getattr(port, f"i{lane}_{d}") for d in range(max(1, ndim))]
+
+
+class OnChipMem(wiring.Component):
+    """Memory for one passes.memplan.MemPlan. `reads` / `writes`: one entry per port, the
+    number of lanes and, per lane, a constant bank tuple or None."""
+
+    def __init__(self, plan, reads: list, writes: list):
+        self.plan = plan
+        self._reads, self._writes = reads, writes
+        mem = plan.mem
+        members = {}
+        for k, (lanes, _) in enumerate(reads):
+            members[f"r{k}"] = In(read_port(mem.shape, mem.dtype, lanes))
+            if plan.depth > 1:
+                members[f"r{k}_buf"] = In(range(plan.depth))
+        for k, (lanes, _) in enumerate(writes):
+            members[f"w{k}"] = In(write_port(mem.shape, mem.dtype, lanes))
+            if plan.depth > 1:
+                members[f"w{k}_buf"] = In(range(plan.depth))
+        super().__init__(members)
+
+    def _buf(self, m, name):
+        return getattr(self, f"{name}_buf") if self.plan.depth > 1 else 0
+
+    def elaborate(self, platform):
+        m = Module()
+        if self.plan.kind == "regs":
+            self._registers(m)
+        else:
+            self._banks(m)
+        return m
+
+    # ------------------------------------------------------------------ registers
+
+    def _registers(self, m):
+        plan = self.plan
+        mem = plan.mem
+        shape = mem.shape
+        size = max(1, mem.size)
+        copies = [[Signal(dtype_shape(mem.dtype), name=f"b{c}_r{e}") for e in range(size)] for c in range(plan.depth)]
+        width = max(1, (size - 1).bit_length())
+        count = [0]
+
+        def flat(port, lane):
+            idx = lane_index(port, lane, len(shape))
+            addr, stride = 0, 1
+            for value, n in reversed(list(zip(idx, shape))):
+                addr = addr + (value if stride == 1 else value * stride)
+                stride *= n
+            count[0] += 1
+            sig = Signal(width, name=f"addr{count[0]}")
+            m.d.comb += sig.eq(addr)
+            return sig
+
+        for k, (lanes, _) in enumerate(self._reads):
+            port = getattr(self, f"r{k}")
+            buf = self._buf(m, f"r{k}")
+            for lane in range(lanes):
+                addr = flat(port, lane)
+                per_copy = [c[0] if size == 1 else select(c, addr) for c in copies]
+                value = per_copy[0] if plan.depth == 1 else select(per_copy, buf)
+                m.d.comb += getattr(port, f"d{lane}").eq(value)
+        for k, (lanes, _) in enumerate(self._writes):
+            port = getattr(self, f"w{k}")
+            buf = self._buf(m, f"w{k}")
+            for lane in range(lanes):
+                en = getattr(port, f"en{lane}")
+                data = getattr(port, f"d{lane}")
+                addr = flat(port, lane)
+                for c in range(plan.depth):
+                    hit = en if plan.depth == 1 else en & (buf == c)
+                    for e in range(size):
+                        with m.If(hit if size == 1 else hit & (addr == e)):
+                            m.d.sync += copies[c][e].eq(data)
+
+    # ------------------------------------------------------------------ block RAM banks
+
+    def _banks(self, m):
+        plan = self.plan
+        mem = plan.mem
+        shape, banks = mem.shape, plan.banks
+        bits = [b.bit_length() - 1 for b in banks]
+        inner = [-(-n // b) for n, b in zip(shape, banks)]
+        depth = 1
+        for n in inner:
+            depth *= n
+        bank_ids = list(itertools.product(*(range(b) for b in banks)))
+        flat_bank = {b: k for k, b in enumerate(bank_ids)}
+        # one RAM per bank; the N buffers of a bank sit one above the other in it
+        rams = {}
+        for b in bank_ids:
+            ram = Memory(shape=dtype_shape(mem.dtype), depth=depth * plan.depth, init=[])
+            m.submodules["ram_" + "_".join(map(str, b))] = ram
+            rams[b] = ram
+        count = [0]
+
+        def split(port, lane, buf):
+            """(bank number, address in the bank) signals of a lane's index."""
+            idx = lane_index(port, lane, len(shape))
+            number, offset, stride = 0, 0, 1
+            for value, b, w in zip(idx, banks, bits):
+                number = number * b + (value[:w] if w else 0)
+            for value, w, n in reversed(list(zip(idx, bits, inner))):
+                part = value >> w if w else value
+                offset = offset + (part if stride == 1 else part * stride)
+                stride *= n
+            if plan.depth > 1:
+                offset = offset + buf * depth
+            count[0] += 1
+            bank_sig = Signal(range(max(2, len(bank_ids))), name=f"bank{count[0]}")
+            addr_sig = Signal(range(max(2, depth * plan.depth)), name=f"addr{count[0]}")
+            m.d.comb += [bank_sig.eq(number), addr_sig.eq(offset)]
+            return bank_sig, addr_sig
+
+        # writes: each lane's request goes to the bank it addresses
+        write_ports = {b: ram.write_port() for b, ram in rams.items()}
+        for wp in write_ports.values():
+            m.d.comb += wp.en.eq(0)
+        for k, (lanes, static) in enumerate(self._writes):
+            port = getattr(self, f"w{k}")
+            buf = self._buf(m, f"w{k}")
+            for lane in range(lanes):
+                bank, addr = split(port, lane, buf)
+                en = getattr(port, f"en{lane}")
+                data = getattr(port, f"d{lane}")
+                fixed = static[lane] if static else None
+                for b, wp in write_ports.items():
+                    if fixed is not None and tuple(fixed) != b:
+                        continue
+                    hit = en if fixed is not None else en & (bank == flat_bank[b])
+                    with m.If(hit):
+                        m.d.comb += [wp.en.eq(1), wp.addr.eq(addr), wp.data.eq(data)]
+
+        # reads: per vector port, each bank reads for the lane that addresses it
+        for k, (lanes, static) in enumerate(self._reads):
+            port = getattr(self, f"r{k}")
+            buf = self._buf(m, f"r{k}")
+            splits = [split(port, lane, buf) for lane in range(lanes)]
+            data = {}
+            for b, ram in rams.items():
+                rp = ram.read_port(transparent_for=())
+                m.d.comb += rp.en.eq(1)
+                users = [lane for lane in range(lanes) if not static or static[lane] is None or tuple(static[lane]) == b]
+                if len(users) == 1 and static and static[users[0]] is not None:
+                    m.d.comb += rp.addr.eq(splits[users[0]][1])
+                else:
+                    for lane in users:
+                        with m.If(splits[lane][0] == flat_bank[b]):
+                            m.d.comb += rp.addr.eq(splits[lane][1])
+                data[b] = rp.data
+            for lane in range(lanes):
+                fixed = static[lane] if static else None
+                if fixed is not None:
+                    value = data[tuple(fixed)]
+                else:
+                    sel = Signal(range(max(2, len(bank_ids))), name=f"r{k}_l{lane}_bank")
+                    m.d.sync += sel.eq(splits[lane][0])
+                    value = select([data[b] for b in bank_ids], sel)
+                m.d.comb += getattr(port, f"d{lane}").eq(value)

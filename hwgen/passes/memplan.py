@@ -1,0 +1,224 @@
+"""Memory planning: how each on-chip memory is built, and the check that it can serve every
+access.
+
+- kind: memories of at most REG_LIMIT elements are registers (any number of ports, reads in
+  the same cycle); larger ones are SRAM (block RAM), read one cycle after the address.
+- banks: an SRAM is split cyclically along each dimension d into banks[d] banks (element
+  idx lives in bank (idx[d] % banks[d])_d), so that the lanes of a parallel access, and the
+  words of a DRAM beat, reach different banks in the same cycle.
+- depth: a memory written in one stage of a metapipeline and read in a later one has one
+  buffer per stage in flight: depth = reader stage - writer stage + 1 (Spatial's rule).
+
+An access that cannot be served (two lanes on the same element, a writer in a later stage
+than a reader, two metapipelines claiming one memory) is a ScheduleError naming the memory's
+array and the access; nothing is duplicated or guessed silently.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from .. import ir
+from ..affine import to_affine
+from ..errors import ScheduleError
+from ..loops import Load, Loop, LoopProgram, Mem, Parallel, Pipe, Store, _expr_str
+
+REG_LIMIT = 64
+MAX_BANKS = 1024
+
+
+@dataclass(frozen=True)
+class Access:
+    """One port's use of a memory: by `ctrl` (a Pipe, Load or Store), at `path` (the enclosing
+    (loop id, stage index, metapipelined) triples), with `lanes`: one offset tuple per lane
+    relative to lane 0 (a single zero tuple for a scalar access)."""
+
+    mem: Mem
+    ctrl: object
+    path: tuple
+    write: bool
+    lanes: tuple
+    text: str = ""
+    names: tuple = ()  # for each lane, its (par counter, lane offset) pairs
+
+
+@dataclass(frozen=True)
+class MemPlan:
+    mem: Mem
+    kind: str  # "regs" | "sram"
+    banks: tuple  # per dimension (all 1 for registers)
+    depth: int  # buffers
+    owner: int | None = None  # id() of the metapipelined Loop that rotates the buffers
+    accesses: tuple = field(default=(), repr=False)
+
+    @property
+    def latency(self) -> int:
+        return 0 if self.kind == "regs" else 1
+
+    @property
+    def nbanks(self) -> int:
+        n = 1
+        for b in self.banks:
+            n *= b
+        return n
+
+    def describe(self) -> dict:
+        return {"name": self.mem.name, "holds": self.mem.label, "dtype": self.mem.dtype.name,
+                "shape": list(self.mem.shape), "kind": "registers" if self.kind == "regs" else "block RAM",
+                "banks": list(self.banks), "buffers": self.depth}
+
+
+def lane_values(counters) -> list:
+    """Every lane of a pipe: a dict par-counter name -> lane offset (row-major)."""
+    par = [c for c in counters if c.par > 1]
+    return [dict(zip((c.name for c in par), combo)) for combo in itertools.product(*(range(c.par) for c in par))]
+
+
+def lane_offsets(idx, counters) -> tuple:
+    """(offsets, names): for each lane of an access (over the par counters its index uses),
+    its offset along each dimension, and its (counter, lane offset) pairs."""
+    par = {c.name: c.par for c in counters if c.par > 1}
+    affs = [to_affine(e) for e in idx]
+    used = sorted({n for a in affs for n, c in a.terms if n in par and c})
+    lanes, names = [], []
+    for combo in itertools.product(*(range(par[n]) for n in used)):
+        value = dict(zip(used, combo))
+        lanes.append(tuple(sum(c * value.get(n, 0) for n, c in a.terms) for a in affs))
+        names.append(tuple(zip(used, combo)))
+    return tuple(lanes), tuple(names)
+
+
+def used_par(idx, counters) -> set:
+    par = {c.name for c in counters if c.par > 1}
+    return {n for e in idx for n, c in (to_affine(e).terms if to_affine(e) else ()) if n in par and c}
+
+
+def collect(prog: LoopProgram, words: int) -> list:
+    """Every access to every on-chip memory."""
+    out = []
+
+    def go(ctrl, path):
+        if isinstance(ctrl, Loop):
+            for k, stage in enumerate(ctrl.stages):
+                go(stage, path + ((id(ctrl), k, ctrl.meta),))
+        elif isinstance(ctrl, Parallel):
+            for c in ctrl.children:
+                go(c, path)
+        elif isinstance(ctrl, Pipe):
+            for w in ctrl.writes:
+                exprs = [w.value, *w.idx] + ([w.first] if w.first is not None else [])
+                for e in exprs:
+                    for n in ir.walk(e):
+                        if isinstance(n, ir.MemRead):
+                            lanes, names = lane_offsets(n.idx, ctrl.counters)
+                            text = f"the read {n.source or _expr_str(n)}"
+                            out.append(Access(n.mem, ctrl, path, False, lanes, text, names))
+                target = f"the write to {w.mem.name}[{', '.join(_expr_str(i) for i in w.idx)}]"
+                lanes, names = lane_offsets(w.idx, ctrl.counters)
+                if w.op is not None:
+                    out.append(Access(w.mem, ctrl, path, False, lanes, target, names))
+                out.append(Access(w.mem, ctrl, path, True, lanes, target, names))
+        elif isinstance(ctrl, (Load, Store)):
+            shape = ctrl.mem.shape
+            n = min(words, shape[-1]) if shape else 1
+            lanes = tuple(tuple([0] * (len(shape) - 1) + [k]) for k in range(n)) if shape else ((),)
+            names = tuple((("word", k),) for k in range(len(lanes)))
+            out.append(Access(ctrl.mem, ctrl, path, isinstance(ctrl, Load), lanes,
+                              f"the {'load' if isinstance(ctrl, Load) else 'store'} of '{ctrl.dram.name}'", names))
+
+    go(prog.root, ())
+    return out
+
+
+def _name(mem: Mem) -> str:
+    return mem.label or mem.name
+
+
+def _lane(names) -> str:
+    return "(" + ", ".join(f"{n[:-2] if n.endswith('.l') else n}={v}" for n, v in names) + ")"
+
+
+def _check_lanes(a: Access, banks: tuple, loc) -> None:
+    """Distinct lanes of one access must reach distinct banks (distinct elements for registers)."""
+    seen = {}
+    for k, off in enumerate(a.lanes):
+        key = tuple(o % b for o, b in zip(off, banks)) if banks else off
+        if key in seen:
+            what = "element" if off == a.lanes[seen[key]] else "memory bank"
+            raise ScheduleError(
+                f"cannot serve {a.text} ({_name(a.mem)}) with these parallel lanes: lanes "
+                f"{_lane(a.names[seen[key]])} and {_lane(a.names[k])} need the same {what} in the "
+                f"same cycle; choose par so that each lane touches its own element", loc
+            )
+        seen[key] = k
+
+
+def _pow2(n: int) -> int:
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+def plan(prog: LoopProgram, words: int) -> dict:
+    """MemPlan for every memory of `prog` (by name), for DRAM beats of `words` words."""
+    accesses = collect(prog, words)
+    by_mem: dict = {m.name: [] for m in prog.mems}
+    for a in accesses:
+        by_mem[a.mem.name].append(a)
+    plans = {}
+    for mem in prog.mems:
+        acc = by_mem[mem.name]
+        loc = mem.loc
+        if mem.size <= REG_LIMIT:
+            for a in acc:
+                _check_lanes(a, (), loc)
+            kind, banks = "regs", tuple(1 for _ in mem.shape)
+        else:
+            banks = []
+            for d in range(len(mem.shape)):
+                span = max((max(o[d] for o in a.lanes) - min(o[d] for o in a.lanes) + 1 for a in acc), default=1)
+                banks.append(_pow2(span))
+            banks = tuple(banks)
+            total = 1
+            for b in banks:
+                total *= b
+            if total > MAX_BANKS:
+                raise ScheduleError(
+                    f"{_name(mem)} would need {total} memory banks to serve its parallel lanes "
+                    f"(at most {MAX_BANKS}); use fewer lanes", loc
+                )
+            for a in acc:
+                _check_lanes(a, banks, loc)
+            kind = "sram"
+        owner, depth = _buffering(mem, acc, loc)
+        plans[mem.name] = MemPlan(mem, kind, banks, depth, owner, tuple(acc))
+    return plans
+
+
+def _buffering(mem: Mem, acc: list, loc) -> tuple:
+    """(owner loop id, depth) of a memory's N-buffer, from the stages its accesses sit in."""
+    loops = {}
+    for a in acc:
+        for loop_id, stage, meta in a.path:
+            if meta:
+                entry = loops.setdefault(loop_id, {"w": set(), "r": set(), "n": 0})
+                entry["w" if a.write else "r"].add(stage)
+                entry["n"] += 1
+    owners = [(lid, e) for lid, e in loops.items() if e["w"] and len(e["w"] | e["r"]) > 1]
+    if not owners:
+        return None, 1
+    if len(owners) > 1:
+        raise ScheduleError(f"{_name(mem)} is shared across the stages of two metapipelines; "
+                            f"run one of them sequentially (metapipeline=False)", loc)
+    owner, e = owners[0]
+    if len(e["w"]) > 1:
+        raise ScheduleError(f"{_name(mem)} is written in two stages of one metapipeline", loc)
+    (w,) = e["w"]
+    if any(r < w for r in e["r"]):
+        raise ScheduleError(f"{_name(mem)} is read in a metapipeline stage before the stage that "
+                            f"writes it", loc)
+    if e["n"] != len(acc):
+        raise ScheduleError(f"{_name(mem)} is buffered by a metapipeline but also used outside it", loc)
+    return owner, max(e["r"]) - w + 1
