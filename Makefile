@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PATTERNS := $(wildcard patterns/*.py)
 JOBS ?= 2
 
-.PHONY: help install run test rtl sim clean
+.PHONY: help install run test rtl sim ablation clean
 
 help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -31,6 +31,9 @@ rtl: $(STAMP) ## build every pattern into rtl_out/
 
 sim: $(STAMP) ## simulate every pattern against its golden model
 	@for p in $(PATTERNS); do $(BIN)/hwgen sim $$p || exit 1; done
+
+ablation: $(STAMP) ## the paper's ablation table: baseline, tiled, +metapipelined, +parallel, for every app
+	$(BIN)/python benchmarks/ablation.py
 
 clean: ## remove generated files (rtl_out/, caches); keeps .venv
 	find rtl_out -mindepth 1 ! -name README.md -exec rm -rf {} +

@@ -6,19 +6,10 @@ and the efficiency against it are printed beside them.
     .venv/bin/python benchmarks/ablation.py [APP ...]      (or: make ablation)
 """
 
-import importlib.util
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def load(path: Path):
-    spec = importlib.util.spec_from_file_location(f"bench_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from common import app_paths, load_app
 
 
 def variants(kernel):
@@ -32,14 +23,12 @@ def variants(kernel):
 
 
 def main(names) -> int:
-    paths = sorted((ROOT / "patterns").glob("*.py"))
-    if names:
-        paths = [p for p in paths if p.stem in names]
+    paths = app_paths(names)
     head = ("app", "schedule", "cycles", "speedup", "predicted", "error %", "roofline", "of roofline %", "sim s")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for path in paths:
-        app = load(path)
+        app = load_app(path)
         kernel = getattr(app, path.stem)
         args = app.inputs(0)
         base = None

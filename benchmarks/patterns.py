@@ -4,25 +4,16 @@ the cycle model, and the roofline bound; plus elaboration time.
     .venv/bin/python benchmarks/patterns.py
 """
 
-import importlib.util
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def load(path: Path):
-    spec = importlib.util.spec_from_file_location(f"bench_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from common import app_paths, load_app
 
 
 def main() -> int:
     rows = []
-    for path in sorted((ROOT / "patterns").glob("*.py")):
-        app = load(path)
+    for path in app_paths():
+        app = load_app(path)
         kernel = getattr(app, path.stem)
         t = time.perf_counter()
         kernel.elaborate()

@@ -22,6 +22,7 @@ and the root controller.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from . import ir
@@ -38,10 +39,7 @@ class Mem:
 
     @property
     def size(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+        return math.prod(self.shape)
 
 
 @dataclass(frozen=True)
@@ -53,10 +51,7 @@ class Dram:
 
     @property
     def size(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+        return math.prod(self.shape)
 
 
 @dataclass(frozen=True)

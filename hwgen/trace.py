@@ -78,27 +78,9 @@ class tracing:
 # ------------------------------------------------------------------ scalars
 
 
-class Val:
-    """A traced scalar. `weak` marks Python ints and index values (numpy's weak scalars);
-    `lo`/`hi` bound a weak value so it can be checked against the dtype it meets."""
+class _Operators:
+    """numpy's operators on traced values (scalars and arrays alike)."""
 
-    __array_ufunc__ = None  # numpy scalars on the left defer to our reflected operators
-    __hash__ = None
-
-    def __init__(self, expr: ir.Expr, weak: bool = False, lo: int | None = None, hi: int | None = None):
-        self.expr = expr
-        self.weak = weak
-        self.lo = lo
-        self.hi = hi
-
-    @property
-    def dtype(self) -> DType:
-        return self.expr.dtype
-
-    def astype(self, dtype) -> "Val":
-        return cast(self, dtype)
-
-    # arithmetic
     def __add__(self, o): return binary("add", self, o)
     def __radd__(self, o): return binary("add", o, self)
     def __sub__(self, o): return binary("sub", self, o)
@@ -129,6 +111,27 @@ class Val:
     def __invert__(self): return unary("invert", self)
     def __abs__(self): return unary("abs", self)
     def __pos__(self): return self
+
+
+class Val(_Operators):
+    """A traced scalar. `weak` marks Python ints and index values (numpy's weak scalars);
+    `lo`/`hi` bound a weak value so it can be checked against the dtype it meets."""
+
+    __array_ufunc__ = None  # numpy scalars on the left defer to our reflected operators
+    __hash__ = None
+
+    def __init__(self, expr: ir.Expr, weak: bool = False, lo: int | None = None, hi: int | None = None):
+        self.expr = expr
+        self.weak = weak
+        self.lo = lo
+        self.hi = hi
+
+    @property
+    def dtype(self) -> DType:
+        return self.expr.dtype
+
+    def astype(self, dtype) -> "Val":
+        return cast(self, dtype)
 
     def __truediv__(self, o):
         raise TraceError("true division '/' gives floats in numpy; hwgen has integer types only: use '//'")
@@ -416,7 +419,7 @@ def _broadcast(shapes: list, loc=None) -> tuple:
         ) from None
 
 
-class ArrayVal:
+class ArrayVal(_Operators):
     """A traced array: `node` (Input or Map) backs it, or `elem_fn` computes elements lazily."""
 
     __array_ufunc__ = None
@@ -473,34 +476,6 @@ class ArrayVal:
 
     def __rmatmul__(self, other):
         return matmul(other, self)
-
-    def __add__(self, o): return binary("add", self, o)
-    def __radd__(self, o): return binary("add", o, self)
-    def __sub__(self, o): return binary("sub", self, o)
-    def __rsub__(self, o): return binary("sub", o, self)
-    def __mul__(self, o): return binary("mul", self, o)
-    def __rmul__(self, o): return binary("mul", o, self)
-    def __floordiv__(self, o): return binary("floordiv", self, o)
-    def __rfloordiv__(self, o): return binary("floordiv", o, self)
-    def __mod__(self, o): return binary("mod", self, o)
-    def __rmod__(self, o): return binary("mod", o, self)
-    def __and__(self, o): return binary("and", self, o)
-    def __rand__(self, o): return binary("and", o, self)
-    def __or__(self, o): return binary("or", self, o)
-    def __ror__(self, o): return binary("or", o, self)
-    def __xor__(self, o): return binary("xor", self, o)
-    def __rxor__(self, o): return binary("xor", o, self)
-    def __lshift__(self, o): return binary("shl", self, o)
-    def __rshift__(self, o): return binary("shr", self, o)
-    def __eq__(self, o): return binary("eq", self, o)
-    def __ne__(self, o): return binary("ne", self, o)
-    def __lt__(self, o): return binary("lt", self, o)
-    def __le__(self, o): return binary("le", self, o)
-    def __gt__(self, o): return binary("gt", self, o)
-    def __ge__(self, o): return binary("ge", self, o)
-    def __neg__(self): return unary("neg", self)
-    def __invert__(self): return unary("invert", self)
-    def __abs__(self): return unary("abs", self)
 
     def __truediv__(self, o):
         raise TraceError("true division '/' gives floats in numpy; hwgen has integer types only: use '//'")
