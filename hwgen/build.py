@@ -1,3 +1,5 @@
+# amaranth: UnusedElaboratable=no
+# (a design whose building fails part-way is dropped on purpose; Amaranth need not warn)
 """Build: a kernel and its schedule become an Amaranth design, Verilog and a report.
 
     elaborate(kernel) -> Design     everything in memory: loop program, component, Verilog
@@ -103,6 +105,7 @@ def build(kernel, out_dir="rtl_out", dram: DramConfig | None = None) -> Design:
         with open(os.path.join(tmp, "report.json"), "w") as f:
             json.dump(design.report, f, indent=2)
             f.write("\n")
+        os.chmod(tmp, 0o755)  # mkdtemp makes it private
         if os.path.isdir(final):
             shutil.rmtree(final)
         os.replace(tmp, final)

@@ -2,6 +2,7 @@
 
     hwgen build APP.py [--kernel NAME] [--out DIR] [--show-ir]
     hwgen sim   APP.py [--kernel NAME] [--seed S] [--waves] [--latency N] [--jitter N]
+    hwgen synth APP.py --target ice40|ecp5 [--device D] [--kernel NAME] [--freq MHZ]
 
 Every user mistake is printed as one line, `error: FILE:LINE: message`, with exit status 1.
 """
@@ -20,6 +21,7 @@ import numpy as np
 from .dram import DramConfig
 from .errors import CliError, HwgenError, Loc, MismatchError, show_path
 from .kernel import Kernel
+from .signature import check_args
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,9 +41,16 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("app", metavar="APP.py")
     s.add_argument("--kernel", help="only the kernel of this name")
     s.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
-    s.add_argument("--waves", action="store_true", help="also write rtl_out/<kernel>/<kernel>.fst")
+    s.add_argument("--waves", action="store_true", help="also write rtl_out/<kernel>/<kernel>.vcd")
     s.add_argument("--latency", type=int, default=DramConfig.latency, help="DRAM read latency in cycles")
     s.add_argument("--jitter", type=int, default=0, help="random extra DRAM latency, up to this many cycles")
+    y = sub.add_parser("synth", help="synthesize and place-and-route each kernel (Yosys, nextpnr): resources, Fmax")
+    y.add_argument("app", metavar="APP.py")
+    y.add_argument("--target", required=True, choices=["ice40", "ecp5"], help="FPGA family")
+    y.add_argument("--device", help="ecp5: 25k, 45k, 85k (default); ice40: up5k (default), hx8k")
+    y.add_argument("--kernel", help="only the kernel of this name")
+    y.add_argument("--out", default="rtl_out", help="output folder (default rtl_out)")
+    y.add_argument("--freq", type=float, default=100.0, help="clock target in MHz for place-and-route (default 100)")
     return p
 
 
@@ -144,6 +153,10 @@ def cmd_build(args) -> int:
 
 
 def cmd_sim(args) -> int:
+    if not 1 <= args.latency <= 200:
+        raise CliError(f"--latency must be from 1 to 200 cycles, got {args.latency}", Loc("hwgen", 0))
+    if not 0 <= args.jitter <= 200:
+        raise CliError(f"--jitter must be from 0 to 200 cycles, got {args.jitter}", Loc("hwgen", 0))
     module = load_app(args.app)
     dram = DramConfig(latency=args.latency, jitter=args.jitter)
     status = 0
@@ -152,6 +165,13 @@ def cmd_sim(args) -> int:
         source = "inputs()"
         if inputs is None:
             inputs, source = random_inputs(k, args.seed), f"random inputs, seed {args.seed}"
+        else:
+            try:
+                check_args(k.name, k.params, inputs)
+            except HwgenError as e:
+                fn = module.inputs
+                raise CliError(f"inputs() returned a bad argument: {e.message}",
+                               Loc(fn.__code__.co_filename, fn.__code__.co_firstlineno)) from None
         try:
             r = k.verify(*inputs, waves=args.waves, dram=dram, seed=args.seed)
         except MismatchError as e:
@@ -160,8 +180,9 @@ def cmd_sim(args) -> int:
             continue
         err = 100 * r.prediction_error
         print(f"PASS {k.name} ({source}): measured {r.cycles} cycles, predicted {r.predicted_cycles} "
-              f"({err:+.1f} %), roofline {r.roofline_cycles} ({100 * r.roofline_efficiency:.1f} % of "
-              f"roofline); build {r.build_seconds:.1f} s, simulation {r.sim_seconds:.1f} s")
+              f"({err:+.1f} % of measured), roofline {r.roofline_cycles} (measured is "
+              f"{100 * r.roofline_efficiency:.1f} % efficient); build {r.build_seconds:.1f} s, "
+              f"simulation {r.sim_seconds:.1f} s")
         if r.waves:
             print(f"  waves: {r.waves}")
     return status
@@ -173,13 +194,28 @@ def _where(loc) -> str:
     return f"{loc}: " if loc.line else f"{show_path(loc.file)}: "
 
 
+def cmd_synth(args) -> int:
+    from .synth import device_for
+
+    device_for(args.target, args.device)  # a bad --device is an error before any work
+    if not 1 <= args.freq <= 1000:
+        raise CliError(f"--freq must be from 1 to 1000 MHz, got {args.freq}", Loc("hwgen", 0))
+    module = load_app(args.app)
+    for k in kernels_of(module, args.app, args.kernel):
+        r = k.synthesize(target=args.target, device=args.device, out_dir=args.out, freq=args.freq)
+        fmax = f"{r['fmax_mhz']:.1f} MHz" if r["fmax_mhz"] else "unknown"
+        print(f"synthesized {k.name} for the {r['device']}: {r['luts']} LUTs, {r['ffs']} FFs, "
+              f"{r['brams']} block RAMs, {r['dsps']} DSPs; Fmax {fmax} ({r['seconds']:.0f} s)")
+    return 0
+
+
 def main(argv=None) -> int:
     try:
         args = _parser().parse_args(argv)
         if args.command is None:
             _parser().print_help()
             return 1
-        return {"build": cmd_build, "sim": cmd_sim}[args.command](args)
+        return {"build": cmd_build, "sim": cmd_sim, "synth": cmd_synth}[args.command](args)
     except HwgenError as e:
         print(f"error: {_where(e.loc)}{e.message.splitlines()[0]}", file=sys.stderr)
         if getattr(e, "log", "") and os.environ.get("HWGEN_VERBOSE"):

@@ -21,6 +21,7 @@ _PACKAGE_DIRS = tuple(
 _PYTHON_LIBS = tuple(
     os.path.join(prefix, "lib") + os.sep for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix}
 )
+_SCRIPTS = tuple(os.path.join(prefix, "bin") + os.sep for prefix in {sys.prefix, sys.base_prefix})
 
 
 @dataclass(frozen=True)
@@ -47,9 +48,9 @@ def _is_internal(filename: str) -> bool:
     if absolute.startswith(_PACKAGE_DIRS):
         return True
     # Frames of Python itself and of installed libraries (numpy, functools) are not the user's.
-    if "site-packages" in absolute or absolute.startswith(_PYTHON_LIBS):
+    if "site-packages" in absolute or absolute.startswith(_PYTHON_LIBS + _SCRIPTS):
         return True
-    return filename.startswith("<frozen")
+    return filename.startswith("<frozen") or filename == "<string>"
 
 
 def user_loc(depth_limit: int = 200) -> Loc | None:

@@ -79,6 +79,13 @@ class Kernel:
 
         return verify(self, args, waves=waves, dram=dram, seed=seed)
 
+    def synthesize(self, target="ecp5", device=None, out_dir="rtl_out", freq=100.0, dram=None) -> dict:
+        """Build, then synthesize and place-and-route with Yosys and nextpnr (see synth.py);
+        returns the resources and Fmax, also stored in report.json under "synthesis"."""
+        from .synth import synthesize_build
+
+        return synthesize_build(self.build(out_dir=out_dir, dram=dram), target, device, freq)
+
     def show_ir(self) -> str:
         """The traced pattern IR and its dataflow graph, as text."""
         from .graph import show

@@ -9,9 +9,9 @@ compete for the channel:
     MetaLoop    1 + sum over steps of (slowest stage in the step + 1);
                 iterations + stages - 1 steps, stage s busy in steps s .. s + iterations - 1
     Parallel    max(children); loads in parallel share one request per cycle:
-                total beats + DRAM latency + 1
-    Load        beats + DRAM latency + 1
-    Store       beats + read latency of its memory + 1
+                total beats + DRAM latency + 2
+    Load        beats + DRAM latency + 2
+    Store       beats + read latency of its memory + 2
     kernel      root + 1
 
 Roofline: max(compute bound, memory bound), where the compute bound is the busiest pipe's total
@@ -59,17 +59,17 @@ def predict(prog: LoopProgram, dram: DramConfig, plans: dict, names: dict | None
                        "lanes": math.prod(k.par for k in c.counters), "latency": latency, "cycles": n}
         if isinstance(c, Load):
             beats = beats_of(c.mem.shape, dram.words_per_cycle)
-            n = beats + dram.latency + 1
+            n = beats + dram.latency + 2
             return n, {"load": c.dram.name, "beats": beats, "cycles": n}
         if isinstance(c, Store):
             beats = beats_of(c.shape, dram.words_per_cycle)
-            n = beats + plans[c.mem.name].latency + 1
+            n = beats + plans[c.mem.name].latency + 2
             return n, {"store": c.dram.name, "beats": beats, "cycles": n}
         if isinstance(c, Parallel):
             kids = [named(k, trips) for k in c.children]
             if all(isinstance(k, Load) for k in c.children):
                 beats = sum(beats_of(k.mem.shape, dram.words_per_cycle) for k in c.children)
-                n = beats + dram.latency + 1
+                n = beats + dram.latency + 2
             else:
                 n = max(k[0] for k in kids)
             return n, {"parallel": [k[1] for k in kids], "cycles": n}

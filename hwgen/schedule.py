@@ -40,9 +40,12 @@ class Schedule:
             for name in sizes:
                 if name not in extents or name.startswith("%"):
                     known = ", ".join(user_names) or "none"
+                    hidden = "" if len(user_names) == len(extents) else (
+                        "; indices made by '@', .T, slices and array arithmetic have no names: "
+                        "write those loops with hw.map / hw.sum to schedule them")
                     raise ScheduleError(
                         f"{what} names index '{name}', but kernel '{kernel_name}' has no index "
-                        f"of that name (its indices: {known})", self.loc
+                        f"of that name (its indices: {known}){hidden}", self.loc
                     )
         for name, size in self.tile.items():
             if extents[name] % size:

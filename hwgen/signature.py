@@ -35,9 +35,7 @@ class Array:
             key = (key,)
         dtype = as_dtype(key[0])
         if dtype is None:
-            raise TypeMismatchError(
-                f"hw.Array[...] needs a dtype first (like hw.Array[int32, 64]), got {key[0]!r}"
-            )
+            raise TypeMismatchError(unknown_dtype(key[0], "hw.Array[...] needs a dtype first (like hw.Array[int32, 64])"))
         shape = key[1:]
         if not shape:
             raise TypeMismatchError(
@@ -71,6 +69,16 @@ class Port:
         if not self.shape:
             return f"{article} {self.dtype.name} scalar"
         return f"{article} {self.dtype.name} array of shape {self.shape}"
+
+
+def unknown_dtype(x, expected: str) -> str:
+    """The message for something that is not an hwgen dtype (floats get their own)."""
+    try:
+        if np.dtype(x).kind in "fc":
+            return f"{np.dtype(x)} is not supported: hwgen has integer types only (int8 .. uint64, bool_)"
+    except TypeError:
+        pass
+    return f"{expected}, got {x!r}"
 
 
 def _as_type(annotation, what: str, loc: Loc):

@@ -141,8 +141,8 @@ def simulate(kernel, args, waves: bool = False, dram: DramConfig | None = None, 
         if waves:
             dest = Path(out_dir) / kernel.name
             dest.mkdir(parents=True, exist_ok=True)
-            waves_path = str(dest / f"{kernel.name}.fst")
-            shutil.copyfile(work / "dump.fst", waves_path)
+            waves_path = str(dest / f"{kernel.name}.vcd")
+            shutil.copyfile(work / "dump.vcd", waves_path)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     t2 = time.perf_counter()

@@ -190,8 +190,7 @@ def const(value, loc=None) -> Val:
         raise TraceError("expected a scalar here, got an array", loc)
     if isinstance(value, (float, np.floating)):
         raise TypeMismatchError(
-            f"the float {value!r} cannot be used: hwgen has integer types only (fixed point "
-            f"comes with hw.fixed)", loc
+            f"the float {value!r} cannot be used: hwgen has integer types only", loc
         )
     raise TypeMismatchError(f"cannot use {value!r} (a {type(value).__name__}) in a kernel", loc)
 
@@ -343,10 +342,10 @@ def cast(x, dtype) -> Val:
     """numpy's `x.astype(dtype)`: wrap-around, sign/zero extension, nonzero-to-bool."""
     dt = as_dtype(dtype)
     if dt is None:
-        raise TypeMismatchError(
-            f"unknown dtype {dtype!r}; expected one of int8 int16 int32 int64 uint8 uint16 "
-            f"uint32 uint64 bool_"
-        )
+        from .signature import unknown_dtype
+
+        raise TypeMismatchError(unknown_dtype(
+            dtype, "unknown dtype; expected one of int8 int16 int32 int64 uint8 uint16 uint32 uint64 bool_"))
     if isinstance(x, ArrayVal):
         return elementwise(lambda v: cast(v, dt), x)
     v = const(x)

@@ -180,7 +180,7 @@ def build(sources: dict, waves: bool = False) -> tuple:
             log = work / "build.log"
             _reuse_library(work / "obj", waves)
             runner = get_runner("verilator")
-            args = list(BUILD_ARGS) + (["--trace-fst", "--trace-structs"] if waves else [])
+            args = list(BUILD_ARGS) + (["--trace-structs"] if waves else [])  # VCD: FST needs lz4
             try:
                 with _outside_pytest():
                     runner.build(
@@ -213,7 +213,7 @@ def run(build_dir: Path, work_dir: Path, plusargs: list, env: dict, waves: bool 
                 build_dir=str(build_dir / "obj"),
                 test_dir=str(work_dir), plusargs=plusargs, extra_env=env, waves=waves,
                 results_xml=str(work_dir / "results.xml"), log_file=str(log),
-                test_args=["--trace-file", str(work_dir / "dump.fst")] if waves else [],
+                test_args=["--trace-file", str(work_dir / "dump.vcd")] if waves else [],
             )
     except (Exception, SystemExit) as e:
         raise ToolError(f"simulation failed: {e}", _tail(log)) from None

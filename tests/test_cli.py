@@ -114,3 +114,33 @@ def test_console_script_prints_one_line(tmp_path):
     proc = subprocess.run([exe, "build", str(tmp_path / "missing.py")], capture_output=True, text=True)
     assert proc.returncode == 1
     assert proc.stdout == "" and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+@pytest.mark.rtl
+def test_sim_writes_waves(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = write(tmp_path, "good.py", GOOD)
+    code, out, _ = run(["sim", path, "--waves"], capsys)
+    assert code == 0 and "waves: rtl_out/double/double.vcd" in out
+    text = (tmp_path / "rtl_out" / "double" / "double.vcd").read_text()
+    assert "$enddefinitions" in text and "start" in text
+
+
+def test_bad_latency_and_inputs(capsys, tmp_path):
+    path = write(tmp_path, "good.py", GOOD)
+    code, _, err = run(["sim", path, "--latency", "0"], capsys)
+    assert code == 1 and err == "error: --latency must be from 1 to 200 cycles, got 0\n"
+    bad = write(tmp_path, "bad_inputs.py", GOOD + '''
+
+import numpy as np
+
+
+def inputs(seed=0):
+    return (np.zeros(4, np.int16),)
+''')
+    code, _, err = run(["sim", bad], capsys)
+    line = open(bad).read().splitlines().index("def inputs(seed=0):") + 1
+    assert code == 1
+    assert err == (f"error: {show_path(bad)}:{line}: inputs() returned a bad argument: argument 'x' of "
+                   f"kernel 'double': expected an int16 array of shape (8,), got an int16 array of "
+                   f"shape (4,)\n")

@@ -171,8 +171,7 @@ def test_data_dependent_subscript_and_floats():
         def k2(a: hw.Array[int32, N]) -> int32:
             return hw.sum(N, lambda i: a[i] * 2.5)  # L:float
     check(e.value, hw.TypeMismatchError,
-          "the float 2.5 cannot be used: hwgen has integer types only (fixed point comes with "
-          "hw.fixed)", "float")
+          "the float 2.5 cannot be used: hwgen has integer types only", "float")
 
 
 def test_numpy_function_on_traced_value():

@@ -78,3 +78,19 @@ def test_halo_tiles_in_hardware():
     r = smooth.verify(x)
     np.testing.assert_array_equal(r.outputs, x[:-2] + 2 * x[1:-1] + x[2:])
     assert r.cycles == r.predicted_cycles
+
+
+def test_accumulator_in_ram_updated_every_cycle():
+    """Every lane updates its accumulator element every cycle; the RAM's read latency is
+    covered by forwarding the words still being written."""
+    rows, cols = 64, 8
+
+    @hw.kernel(tile={"i": 16, "c": 8}, par={"c": 8})
+    def colsum(x: hw.Array[int32, rows, cols]) -> hw.Array[int32, cols]:
+        return hw.map(cols, lambda c: hw.sum(rows, lambda i: x[i, c]))
+
+    x = np.random.default_rng(5).integers(-1000, 1000, (rows, cols), dtype=np.int32)
+    r = colsum.verify(x)
+    kinds = {m["holds"]: m["kind"] for m in r.design.report["memories"]}
+    assert kinds["the accumulator of a reduction"] == "RAM"
+    assert r.cycles == r.predicted_cycles

@@ -16,7 +16,7 @@ from __future__ import annotations
 from amaranth.hdl import Cat, Const, Mux, Shape, Signal, signed, unsigned
 
 from .. import ir
-from .timing import Timing
+from .timing import Timing, latency_of, wide_mul
 
 
 def dtype_shape(dtype) -> Shape:
@@ -165,9 +165,7 @@ class Datapath:
 
     @staticmethod
     def _latency(node) -> int:
-        if isinstance(node, ir.Binary) and node.op in ("mul", "floordiv", "mod"):
-            return 1
-        return 0
+        return latency_of(node)
 
     def _make(self, node, lane):
         if isinstance(node, (ir.Index, ir.Param)):
@@ -180,12 +178,32 @@ class Datapath:
             return self.read(node, idx, stage, lane)
         out = self.signal(self.shape(node), type(node).__name__.lower()[:3] + "_")
         operand_stage = self.timing.stage[node] - self._latency(node)
-        value = compute(node, [self.at(c, operand_stage, lane) for c in ir.children(node)])
+        operands = [self.at(c, operand_stage, lane) for c in ir.children(node)]
+        if wide_mul(node):
+            self.m.d.sync += out.eq(self._wide_mul(node, *operands))
+            return out
+        value = compute(node, operands)
         if self._latency(node):
             self.m.d.sync += out.eq(value)
         else:
             self.m.d.comb += out.eq(value)
         return out
+
+    def _wide_mul(self, node, a, b):
+        """The low bits of a * b from registered 16-bit partial products (one DSP each)."""
+        width = node.dtype.bits
+        ua, ub = _fit(a, node.dtype).as_unsigned(), _fit(b, node.dtype).as_unsigned()
+        chunks = -(-width // 16)
+        total = None
+        for i in range(chunks):
+            for j in range(chunks - i):
+                shift = 16 * (i + j)
+                keep = width - shift
+                part = self.signal(keep, f"pp{i}{j}_")
+                self.m.d.sync += part.eq(ua[16 * i:16 * i + 16] * ub[16 * j:16 * j + 16])
+                term = part if shift == 0 else Cat(Const(0, shift), part)
+                total = term if total is None else total + term
+        return total[:width]
 
     def combine(self, op: ir.Combiner, old, new, dtype):
         """`op(old, new)` as combinational logic (an accumulator update, a tree node)."""

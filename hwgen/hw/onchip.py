@@ -3,8 +3,8 @@
 A port serves `lanes` accesses per cycle; each lane gives one index per dimension.
 
     read port  (user side)  i<l>_<d>: Out   index of lane l along dimension d
-                            d<l>: In        data of lane l: same cycle (registers) or next
-                                            cycle (block RAM)
+                            d<l>: In        data of lane l: same cycle (registers) or two
+                                            cycles later (RAM: read, then output register)
     write port (user side)  en<l>, i<l>_<d>, d<l>: Out   mem[index] <= data at the clock edge
 
 On the memory: `r<k>` / `w<k>` are the ports, `r<k>_buf` / `w<k>_buf` pick the buffer (when
@@ -141,7 +141,9 @@ class OnChipMem(wiring.Component):
         mem = plan.mem
         shape, banks = mem.shape, plan.banks
         bits = [b.bit_length() - 1 for b in banks]
-        inner = [-(-n // b) for n, b in zip(shape, banks)]
+        # each dimension's share of a bank, padded to a power of two, so that an address is
+        # the concatenation of the indices' high bits (no multipliers)
+        inner = [1 << max(0, (-(-n // b) - 1).bit_length()) for n, b in zip(shape, banks)]
         depth = 1
         for n in inner:
             depth *= n
@@ -163,10 +165,10 @@ class OnChipMem(wiring.Component):
                 number = number * b + (value[:w] if w else 0)
             for value, w, n in reversed(list(zip(idx, bits, inner))):
                 part = value >> w if w else value
-                offset = offset + (part if stride == 1 else part * stride)
+                offset = offset | (part << (stride.bit_length() - 1))
                 stride *= n
             if plan.depth > 1:
-                offset = offset + buf * depth
+                offset = offset | (buf << (depth.bit_length() - 1))
             count[0] += 1
             bank_sig = Signal(range(max(2, len(bank_ids))), name=f"bank{count[0]}")
             addr_sig = Signal(range(max(2, depth * plan.depth)), name=f"addr{count[0]}")
@@ -208,13 +210,17 @@ class OnChipMem(wiring.Component):
                     for lane in users:
                         with m.If(splits[lane][0] == flat_bank[b]):
                             m.d.comb += rp.addr.eq(splits[lane][1])
-                data[b] = rp.data
+                # the RAM's output register (DP16KD's OUTREG): data two cycles after the address
+                held = Signal.like(rp.data, name=f"r{k}_q_" + "_".join(map(str, b)))
+                m.d.sync += held.eq(rp.data)
+                data[b] = held
             for lane in range(lanes):
                 fixed = static[lane] if static else None
                 if fixed is not None:
                     value = data[tuple(fixed)]
                 else:
                     sel = Signal(range(max(2, len(bank_ids))), name=f"r{k}_l{lane}_bank")
-                    m.d.sync += sel.eq(splits[lane][0])
-                    value = select([data[b] for b in bank_ids], sel)
+                    sel_q = Signal(range(max(2, len(bank_ids))), name=f"r{k}_l{lane}_bank_q")
+                    m.d.sync += [sel.eq(splits[lane][0]), sel_q.eq(sel)]
+                    value = select([data[b] for b in bank_ids], sel_q)
                 m.d.comb += getattr(port, f"d{lane}").eq(value)

@@ -107,8 +107,7 @@ def _static_banks(idx, lanes, par: dict, plan) -> list | None:
 def analyse(pipe: Pipe, plans: dict):
     """Timing, write plans and ports of a pipe (pure; the cycle model uses it too)."""
     par = {c.name: c.par for c in pipe.counters if c.par > 1}
-    latency = lambda mem: plans[mem.name].latency  # noqa: E731
-    timing = tm.schedule(pipe_exprs(pipe), latency, lambda mem: mem.size)
+    timing = tm.schedule(pipe_exprs(pipe), lambda mem: tm.read_timing(plans[mem.name]))
     reads, read_nodes = [], []
     for e in pipe_exprs(pipe):
         for n in ir.walk(e):
@@ -133,10 +132,19 @@ def analyse(pipe: Pipe, plans: dict):
         writes.append(spec)
         if w.op is not None:
             acc_reads.append(spec)
-        plan = plans[w.mem.name]
-        wplans.append(tm.write_plan(timing, w, reduce_lanes, plan.latency, w.mem.size))
+        wplans.append(tm.write_plan(timing, w, reduce_lanes, tm.read_timing(plans[w.mem.name])))
     stage = max((p.stage for p in wplans), default=0)
     return par, timing, reads, read_nodes, writes, acc_reads, wplans, stage
+
+
+def identity(op: ir.Combiner, dtype):
+    """The value x with op(x, v) == v for every v, for the builtin ops (None for custom ones)."""
+    if op.expr is not None:
+        return None
+    if dtype.is_bool:
+        return {"and": 1, "or": 0, "xor": 0, "max": 0, "min": 1}.get(op.op)
+    return {"add": 0, "or": 0, "xor": 0, "mul": 1, "and": dtype.wrap(-1),
+            "max": dtype.min, "min": dtype.max}.get(op.op)
 
 
 def pipe_latency(pipe: Pipe, plans: dict) -> int:
@@ -255,14 +263,58 @@ class PipeUnit(wiring.Component):
                     for d, v in enumerate(read_idx):
                         m.d.comb += getattr(old_port, f"i{pos}_{d}").eq(v)
                     old = getattr(old_port, f"d{pos}")
+                    new = Signal(dtype_shape(w.mem.dtype), name=f"acc_w{k}l{pos}")
+                    if latency:
+                        early = [dp.at(i, L - 1, lane) for i in w.idx] or [Const(0, 1)]
+                        old = self._forward(m, old, new, idx, early, valid[L], f"w{k}l{pos}", latency)
                     first_lane = lane + tuple((n, 0) for n in reduce_names)
-                    new = dp.combine(w.op, old, value, w.mem.dtype)
-                    value = Mux(dp.at(w.first, L, first_lane), value, new)
+                    first = dp.at(w.first, L, first_lane)
+                    unit = identity(w.op, w.mem.dtype)
+                    if unit is None:  # no identity: choose after combining
+                        m.d.comb += new.eq(Mux(first, value, dp.combine(w.op, old, value, w.mem.dtype)))
+                    else:  # the first update combines with the identity: one mux before the op
+                        start = Signal(dtype_shape(w.mem.dtype), name=f"acc_w{k}l{pos}_old")
+                        m.d.comb += start.eq(Mux(first, unit, old))
+                        m.d.comb += new.eq(dp.combine(w.op, start, value, w.mem.dtype))
+                    value = new
                 m.d.comb += getattr(port, f"en{pos}").eq(valid[L])
                 for d, v in enumerate(idx):
                     m.d.comb += getattr(port, f"i{pos}_{d}").eq(v)
                 m.d.comb += getattr(port, f"d{pos}").eq(value)
         return m
+
+    @staticmethod
+    def _forward(m, old, new, idx, early_idx, writing, name, depth: int):
+        """A RAM read returns an element as it was `depth` cycles before its data arrive:
+        writes of the last `depth` iterations to the same element are forwarded instead, the
+        newest first (so an accumulator takes one update per cycle even when every cycle
+        updates the same element). The comparisons happen a cycle early (`early_idx` is this
+        iteration's index one stage before the write), leaving one mux in the update."""
+        history = []  # the writes of the last `depth` cycles, newest first
+        prev_idx, prev_data, prev_valid = idx, new, writing
+        for h in range(depth):
+            h_idx = [Signal(len(v), name=f"fw_{name}_{h}_i{d}") for d, v in enumerate(idx)]
+            h_data = Signal.like(new, name=f"fw_{name}_{h}_d")
+            h_valid = Signal(name=f"fw_{name}_{h}_v")
+            m.d.sync += [a.eq(b) for a, b in zip(h_idx, prev_idx)]
+            m.d.sync += [h_data.eq(prev_data), h_valid.eq(prev_valid)]
+            history.append((h_idx, h_data, h_valid))
+            prev_idx, prev_data, prev_valid = h_idx, h_data, h_valid
+        # one stage early, this iteration is one write behind: the write happening now is the
+        # newest it must see, then the history but its oldest entry
+        writers = [(idx, writing)] + [(h_idx, h_valid) for h_idx, _, h_valid in history[:-1]]
+        out = old
+        for j in reversed(range(depth)):  # oldest first, so the newest wins
+            w_idx, w_valid = writers[j]
+            same = w_valid
+            for a, b in zip(w_idx, early_idx):
+                same = same & (a == b)
+            hit = Signal(name=f"fw_{name}_hit{j}")
+            m.d.sync += hit.eq(same)
+            out = Mux(hit, history[j][1], out)
+        result = Signal.like(new, name=f"fw_{name}_old")
+        m.d.comb += result.eq(out)
+        return result
 
     def _tree(self, dp: Datapath, w, plan, lane, reduce_names, L):
         """The write's value for `lane`, combined over the reduce lanes, at stage L."""

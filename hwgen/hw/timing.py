@@ -19,6 +19,23 @@ from .. import ir
 BUDGET = 6
 
 _REGISTERED = {"mul": 1, "floordiv": 1, "mod": 1}  # latency of ops with an output register
+DSP_BITS = 18  # a multiplier block's operand width (ECP5 MULT18X18D, iCE40 SB_MAC16 is 16)
+
+
+def wide_mul(node) -> bool:
+    """A product of two variable operands wider than one DSP block: built from 16-bit partial
+    products (registered) and their sum (registered), so it takes two cycles."""
+    return (isinstance(node, ir.Binary) and node.op == "mul" and node.dtype.bits > DSP_BITS
+            and not isinstance(node.a, ir.Const) and not isinstance(node.b, ir.Const))
+
+
+def latency_of(node) -> int:
+    """Registers an operation adds after its logic (0 for combinational ones)."""
+    if wide_mul(node):
+        return 2
+    if isinstance(node, ir.Binary):
+        return _REGISTERED.get(node.op, 0)
+    return 0
 
 
 def op_cost(node) -> int:
@@ -78,8 +95,9 @@ def place(timing: Timing, operands, cost: int, latency: int = 0) -> tuple:
     return place_at([timing.ready(o) for o in operands], cost, latency)
 
 
-def place_at(ready, cost: int, latency: int = 0) -> tuple:
-    """(stage, depth) of a value computed from inputs ready at `ready` ((stage, depth) pairs)."""
+def place_at(ready, cost: int, latency: int = 0, after: int = 0) -> tuple:
+    """(stage, depth) of a value computed from inputs ready at `ready` ((stage, depth) pairs):
+    `cost` of logic, then `latency` registers, then `after` more logic."""
     s, d = 0, 0
     for os_, od in ready:
         if os_ > s:
@@ -90,12 +108,21 @@ def place_at(ready, cost: int, latency: int = 0) -> tuple:
         s, d = s + 1, 0
     d += cost
     if latency:
-        s, d = s + latency, 0
+        s, d = s + latency, after
     return s, d
 
 
-def schedule(exprs, mem_latency, mem_size) -> Timing:
-    """Schedule every node of `exprs`. `mem_latency(mem)` / `mem_size(mem)` describe reads."""
+def read_timing(plan) -> tuple:
+    """(latency, logic before, logic after) of a read of the memory planned by `plan`:
+    registers read through a multiplexer in the same cycle; RAM returns data two cycles after
+    the address (its output register), then through the bank multiplexer."""
+    if plan.latency == 0:
+        return 0, mux_cost(plan.mem.size * plan.depth), 0
+    return plan.latency, 0, mux_cost(plan.nbanks)
+
+
+def schedule(exprs, reads) -> Timing:
+    """Schedule every node of `exprs`; `reads(mem)` gives a read's (latency, before, after)."""
     timing = Timing()
 
     def visit(node):
@@ -104,10 +131,10 @@ def schedule(exprs, mem_latency, mem_size) -> Timing:
         for o in _operands(node):
             visit(o)
         if isinstance(node, ir.MemRead):
-            lat = mem_latency(node.mem)
-            s, d = place(timing, node.idx, mux_cost(mem_size(node.mem)) if lat == 0 else 0, lat)
-        elif isinstance(node, ir.Binary) and node.op in _REGISTERED:
-            s, d = place(timing, (node.a, node.b), 0, _REGISTERED[node.op])
+            lat, before, after = reads(node.mem)
+            s, d = place_at([timing.ready(i) for i in node.idx], before, lat, after)
+        elif latency_of(node):
+            s, d = place(timing, (node.a, node.b), 0, latency_of(node))
         else:
             s, d = place(timing, _operands(node), op_cost(node))
         timing.stage[node] = s
@@ -142,8 +169,9 @@ class WritePlan:
     stage: int
 
 
-def write_plan(timing: Timing, w, reduce_lanes: int, mem_latency: int, mem_size: int) -> WritePlan:
-    """Plan one loops.Write whose value is combined over `reduce_lanes` lanes by a tree."""
+def write_plan(timing: Timing, w, reduce_lanes: int, read: tuple) -> WritePlan:
+    """Plan one loops.Write whose value is combined over `reduce_lanes` lanes by a tree;
+    `read`: the (latency, before, after) of reading the accumulator back."""
     ready = timing.ready(w.value)
     tree = []
     lanes = reduce_lanes
@@ -157,9 +185,12 @@ def write_plan(timing: Timing, w, reduce_lanes: int, mem_latency: int, mem_size:
         stage, _ = place_at([ready] + idx, 0)
         return WritePlan(tree, stage)
     first = [timing.ready(w.first)]
-    update = min(combine_cost(w.op, w.mem.dtype) + (mux_cost(mem_size) if mem_latency == 0 else 0), BUDGET)
+    latency, before, after = read
+    # old value (through the read's logic, and a forwarding mux after a RAM) + combine + first
+    forward = 2 if latency else 0
+    update = min(combine_cost(w.op, w.mem.dtype) + before + after + forward, BUDGET)
     stage, _ = place_at([ready] + idx + first, update)
-    if mem_latency:
+    if latency:
         idx_stage = max((s for s, _ in idx), default=0)
-        stage = max(stage, idx_stage + mem_latency)
+        stage = max(stage, idx_stage + latency)
     return WritePlan(tree, stage)

@@ -1,3 +1,5 @@
+# amaranth: UnusedElaboratable=no
+# (units of a design whose building fails part-way are dropped on purpose)
 """The kernel's top-level component: controllers, memories and the DRAM channel, wired.
 
 Members (Verilog port names in brackets):

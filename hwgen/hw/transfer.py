@@ -4,12 +4,13 @@ A tile is a box of the DRAM array: `shape` elements from `origin` (Exprs of the 
 enclosing loops). Each row of the box (its last axis, contiguous in DRAM) moves in beats of up
 to `words` words, one beat request per cycle while the channel accepts them: a burst.
 
-Load timing: `go` in t0; beat requests from t0 + 1 (one per cycle when granted); each response
+Both first spend two cycles on the tile's DRAM address (products, then their sum).
+Load timing: `go` in t0; beat requests from t0 + 2 (one per cycle when granted); each response
 arrives `latency` cycles after its request and is written to the tile; `done` pulses the cycle
-after the last response. Uncontended: `beats + latency + 1` cycles.
-Store timing: the tile is read one beat per cycle from t0 + 1 (`read latency` 0 for registers,
-1 for block RAM) and sent through a two-entry queue; `done` pulses the cycle after the last
-beat is accepted. Uncontended: `beats + read latency + 1` cycles.
+after the last response. Uncontended: `beats + latency + 2` cycles.
+Store timing: the tile is read one beat per cycle from t0 + 2 (`read latency` 0 for registers,
+2 for RAM) and sent through a queue of read latency + 1 beats; `done` pulses the cycle after the
+last beat is accepted. Uncontended: `beats + read latency + 2` cycles.
 
 Members: go, done, base: In(addr), ctr_<name>: In, the channel client port (rd_req + rd_resp,
 or wr), and `port`: the tile memory's vector port, one lane per word of a beat.
@@ -78,12 +79,26 @@ class _Beats:
     def reset(self, m):
         m.d.sync += [r.eq(0) for r in self.regs]
 
-    def dram_offset(self, strides):
-        """Word offset in DRAM of the current beat from the tile origin."""
-        total = self.regs[-1] * self.words
-        for value, stride in zip(self.regs[:-1], strides):
-            total = total + value * stride
-        return total
+    def dram_address(self, m, start, origin, strides, step, bits: int):
+        """A register holding the DRAM address of the current beat: `origin` when `start`,
+        then moved on each `step` by a constant that depends only on which counters wrap
+        (so no multiplier or adder chain feeds the channel's address)."""
+        addr = Signal(bits, name=f"{self.counters[-1].name}_addr")
+        steps = list(strides[:len(self.regs) - 1]) + [self.words]
+        extents = [c.extent for c in self.counters]
+        delta = None
+        # the counter that steps is the outermost one whose inner counters all wrap; build the
+        # choice innermost first so that the outermost match is applied last and wins
+        for k in reversed(range(len(self.regs))):
+            back = sum((extents[j] - 1) * steps[j] for j in range(k + 1, len(self.regs)))
+            value = (steps[k] - back) % (1 << bits)
+            inner_done = all_at_end(self.chain[k + 1:])
+            delta = value if delta is None else Mux(inner_done, value, delta)
+        with m.If(start):
+            m.d.sync += addr.eq(origin)
+        with m.Elif(step):
+            m.d.sync += addr.eq(addr + delta)
+        return addr
 
     def lane_index(self, lane: int):
         """The tile index of word `lane` of the current beat, and whether it is in the row."""
@@ -111,15 +126,29 @@ class _TileUnit(wiring.Component):
         return beats_of(self._tile_shape, self._words)
 
     def origin_address(self, m):
-        """base + the tile origin's word offset, as combinational logic."""
+        """(start, origin): `start` pulses the cycle after `go`; during it `origin` is base +
+        the tile origin's word offset. The offset's products are registered at `go` and summed
+        in the `start` cycle, so no multiplier sits in one cycle with an adder."""
         leaf = lambda n: getattr(self, f"ctr_{port_name(n.name)}")  # noqa: E731
-        total = self.base
+        terms = []
         for e, stride in zip(self._origin, _strides(self._dram_shape)):
             if isinstance(e, ir.Const) and e.value == 0:
                 continue
             v = build_comb(m, e, leaf, self._outer, lambda shape, hint: Signal(shape, name=f"origin_{hint}"))
-            total = total + v * stride
-        return total
+            term = Signal(self._addr_bits, name=f"origin_term{len(terms)}")
+            with m.If(self.go):
+                m.d.sync += term.eq(v * stride)
+            terms.append(term)
+        base = Signal(self._addr_bits, name="origin_base")
+        with m.If(self.go):
+            m.d.sync += base.eq(self.base)
+        start, origin = Signal(name="start"), Signal(self._addr_bits, name="origin")
+        m.d.sync += start.eq(self.go)
+        total = base
+        for t in terms:
+            total = total + t
+        m.d.comb += origin.eq(total)
+        return start, origin
 
     def set_index(self, m, port, lane: int, idx) -> None:
         """Drive a lane's memory index; a memory may drop the tile's unit axes (a stored
@@ -147,15 +176,16 @@ class LoadUnit(_TileUnit):
     def elaborate(self, platform):
         m = Module()
         strides = _strides(self._dram_shape)
-        origin = Signal(self._addr_bits)
+        start, origin = self.origin_address(m)
         req = _Beats(self._tile_shape, self._words, "q")
         resp = _Beats(self._tile_shape, self._words, "p")
         requesting, receiving = Signal(), Signal()
-        with m.If(self.go):
-            m.d.sync += [origin.eq(self.origin_address(m)), requesting.eq(1), receiving.eq(1)]
+        with m.If(start):
+            m.d.sync += [requesting.eq(1), receiving.eq(1)]
             req.reset(m)
             resp.reset(m)
-        m.d.comb += [self.rd_req.valid.eq(requesting), self.rd_req.addr.eq(origin + req.dram_offset(strides))]
+        address = req.dram_address(m, start, origin, strides, requesting & self.rd_req.ready, self._addr_bits)
+        m.d.comb += [self.rd_req.valid.eq(requesting), self.rd_req.addr.eq(address)]
         with m.If(requesting & self.rd_req.ready):
             req.step(m)
             with m.If(req.last()):
@@ -178,7 +208,7 @@ class LoadUnit(_TileUnit):
 
 class StoreUnit(_TileUnit):
     """Copies `store.mem` into the tile of `store.dram` at `store.origin` (see module doc).
-    `read_latency`: 0 for a register memory, 1 for block RAM."""
+    `read_latency`: 0 for a register memory, 2 for RAM."""
 
     def __init__(self, store, outer: dict, words: int, word_bits: int, addr_bits: int, read_latency: int):
         self.store = store
@@ -194,41 +224,41 @@ class StoreUnit(_TileUnit):
     def elaborate(self, platform):
         m = Module()
         strides = _strides(self._dram_shape)
-        W, wb = self._words, self._word_bits
-        origin = Signal(self._addr_bits)
+        W, wb, L = self._words, self._word_bits, self.read_latency
+        start, origin = self.origin_address(m)
         walk = _Beats(self._tile_shape, W, "q")
-        fetching, sent_all = Signal(), Signal()
-        with m.If(self.go):
-            m.d.sync += [origin.eq(self.origin_address(m)), fetching.eq(1), sent_all.eq(0)]
+        fetching = Signal()
+        with m.If(start):
+            m.d.sync += fetching.eq(1)
             walk.reset(m)
-        # fetch: read one beat's words from the tile
+        # fetch: ask the tile for one beat's words; they arrive L cycles later
         lane_ok = []
         for lane in range(self.lanes):
             idx, inside = walk.lane_index(lane)
             self.set_index(m, self.port, lane, idx)
             lane_ok.append(inside)
-        meta_addr = Signal(self._addr_bits)
-        meta_mask = Signal(W)
-        meta_last = Signal()
-        m.d.comb += [
-            meta_addr.eq(origin + walk.dram_offset(strides)),
-            meta_mask.eq(Cat(*lane_ok, Const(0, W - len(lane_ok)))),
-            meta_last.eq(walk.last()),
-        ]
-        count = Signal(range(3))
-        q = [(Signal(self._addr_bits, name=f"q{k}_addr"), Signal(W * wb, name=f"q{k}_data"),
-              Signal(W, name=f"q{k}_mask"), Signal(name=f"q{k}_last")) for k in range(2)]
         fetch = Signal()
-        # arrival: the fetched beat's data, now or one cycle later
-        arr_valid = Signal()
-        arr_addr, arr_mask, arr_last = Signal(self._addr_bits), Signal(W), Signal()
-        if self.read_latency:
-            m.d.sync += [arr_valid.eq(fetch), arr_addr.eq(meta_addr), arr_mask.eq(meta_mask), arr_last.eq(meta_last)]
-        else:
-            m.d.comb += [arr_valid.eq(fetch), arr_addr.eq(meta_addr), arr_mask.eq(meta_mask), arr_last.eq(meta_last)]
+        meta = (Signal(name="f_valid"), Signal(self._addr_bits, name="f_addr"), Signal(W, name="f_mask"), Signal(name="f_last"))
+        m.d.comb += [
+            meta[0].eq(fetch),
+            meta[1].eq(walk.dram_address(m, start, origin, strides, fetch, self._addr_bits)),
+            meta[2].eq(Cat(*lane_ok, Const(0, W - len(lane_ok)))),
+            meta[3].eq(walk.last()),
+        ]
+        flight = [meta]
+        for s in range(1, L + 1):
+            regs = tuple(Signal.like(x, name=f"f{s}_{x.name[2:]}") for x in meta)
+            m.d.sync += [a.eq(b) for a, b in zip(regs, flight[-1])]
+            flight.append(regs)
+        arr_valid, arr_addr, arr_mask, arr_last = flight[-1]
         words = [getattr(self.port, f"d{lane}").as_unsigned() for lane in range(self.lanes)]
         arr_data = Signal(W * wb)
         m.d.comb += arr_data.eq(Cat(*[Cat(w, Const(0, wb - len(w))) for w in words]))
+        # a queue of L + 1 beats keeps one beat a cycle flowing while the channel may stall
+        depth = L + 1
+        count = Signal(range(depth + 1))
+        q = [(Signal(self._addr_bits, name=f"q{k}_addr"), Signal(W * wb, name=f"q{k}_data"),
+              Signal(W, name=f"q{k}_mask"), Signal(name=f"q{k}_last")) for k in range(depth)]
         head = q[0]
         send_valid = (count > 0) | arr_valid
         m.d.comb += [
@@ -242,19 +272,23 @@ class StoreUnit(_TileUnit):
         pop = accepted & (count > 0)
         push = arr_valid & ~(accepted & (count == 0))
         entry = (arr_addr, arr_data, arr_mask, arr_last)
-        # queue update: shift on pop, append the arrival behind what stays
-        stay = count - pop
+        stay = Signal(range(depth + 1))
+        m.d.comb += stay.eq(count - pop)
         with m.If(pop):
-            m.d.sync += [a.eq(b) for a, b in zip(q[0], q[1])]
+            for k in range(depth - 1):
+                m.d.sync += [a.eq(b) for a, b in zip(q[k], q[k + 1])]
         with m.If(push):
-            with m.If(stay == 0):
-                m.d.sync += [a.eq(b) for a, b in zip(q[0], entry)]
-            with m.Else():
-                m.d.sync += [a.eq(b) for a, b in zip(q[1], entry)]
+            for k in range(depth):
+                with m.If(stay == k):
+                    m.d.sync += [a.eq(b) for a, b in zip(q[k], entry)]
         m.d.sync += count.eq(count - pop + push)
-        # fetch the next beat while the queue can take it
-        room = (count < 2) if not self.read_latency else (count - pop + push < 2)
-        m.d.comb += fetch.eq(fetching & room)
+        if L == 0:  # the fetched beat arrives at once: fetch while the queue has room
+            m.d.comb += fetch.eq(fetching & (count < depth))
+        else:  # count what stays, what arrives now, and what is still in flight
+            coming = 0
+            for regs in flight[1:L]:
+                coming = coming + regs[0]
+            m.d.comb += fetch.eq(fetching & (count - pop + push + coming < depth))
         with m.If(fetch):
             walk.step(m)
             with m.If(walk.last()):

@@ -2,7 +2,8 @@
 access.
 
 - kind: memories of at most REG_LIMIT elements are registers (any number of ports, reads in
-  the same cycle); larger ones are SRAM (block RAM), read one cycle after the address.
+  the same cycle); larger ones are SRAM, read one cycle after the address (Yosys maps it to
+  LUT RAM or block RAM, whichever is cheaper).
 - banks: an SRAM is split cyclically along each dimension d into banks[d] banks (element
   idx lives in bank (idx[d] % banks[d])_d), so that the lanes of a parallel access, and the
   words of a DRAM beat, reach different banks in the same cycle.
@@ -24,7 +25,7 @@ from ..affine import to_affine
 from ..errors import ScheduleError
 from ..loops import Load, Loop, LoopProgram, Mem, Parallel, Pipe, Store, _expr_str
 
-REG_LIMIT = 64
+REG_LIMIT = 4
 MAX_BANKS = 1024
 
 
@@ -54,7 +55,8 @@ class MemPlan:
 
     @property
     def latency(self) -> int:
-        return 0 if self.kind == "regs" else 1
+        """Cycles from a read's address to its data (RAM: the read, then an output register)."""
+        return 0 if self.kind == "regs" else 2
 
     @property
     def nbanks(self) -> int:
@@ -65,7 +67,7 @@ class MemPlan:
 
     def describe(self) -> dict:
         return {"name": self.mem.name, "holds": self.mem.label, "dtype": self.mem.dtype.name,
-                "shape": list(self.mem.shape), "kind": "registers" if self.kind == "regs" else "block RAM",
+                "shape": list(self.mem.shape), "kind": "registers" if self.kind == "regs" else "RAM",
                 "banks": list(self.banks), "buffers": self.depth}
 
 
