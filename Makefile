@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PATTERNS := $(wildcard patterns/*.py)
 JOBS ?= 2
 
-.PHONY: help install run test rtl sim ablation clean clean-cache
+.PHONY: help install run test rtl sim ablation bench clean clean-cache
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -34,6 +34,9 @@ sim: $(STAMP) ## simulate every pattern against its golden model
 
 ablation: $(STAMP) ## the paper's ablation table: baseline, tiled, +metapipelined, +parallel, for every app
 	$(BIN)/python benchmarks/ablation.py
+
+bench: $(STAMP) ## simulate and synthesize (ECP5-85k) every app: docs/results.md, roofline and timeline pictures (slow)
+	$(BIN)/python benchmarks/bench.py
 
 clean: ## remove generated files in rtl_out/ and test caches; keeps .venv and the simulator cache
 	find rtl_out -mindepth 1 ! -name README.md -exec rm -rf {} +

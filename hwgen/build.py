@@ -49,7 +49,7 @@ class Design:
 def loop_program(kernel) -> loops.LoopProgram:
     """The kernel lowered under its schedule, with loop-invariant loads hoisted."""
     s = kernel.schedule
-    return hoist_loads(lower(kernel.program, s.tile, s.par, s.metapipeline))
+    return hoist_loads(lower(kernel.program, s.tile, s.par, s.metapipeline), s.metapipeline)
 
 
 def elaborate(kernel, dram: DramConfig | None = None) -> Design:

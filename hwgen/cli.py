@@ -197,7 +197,10 @@ def _where(loc) -> str:
 def cmd_synth(args) -> int:
     from .synth import device_for
 
-    device_for(args.target, args.device)  # a bad --device is an error before any work
+    try:
+        device_for(args.target, args.device)  # a bad --device is an error before any work
+    except HwgenError as e:
+        raise CliError(e.message, Loc("hwgen", 0)) from None
     if not 1 <= args.freq <= 1000:
         raise CliError(f"--freq must be from 1 to 1000 MHz, got {args.freq}", Loc("hwgen", 0))
     module = load_app(args.app)

@@ -15,7 +15,7 @@ from . import interp
 from .errors import user_loc
 from .program import Program, trace_program
 from .schedule import Schedule
-from .signature import check_args
+from .signature import check_args, to_user
 
 _UNSET = object()
 
@@ -42,6 +42,7 @@ class Kernel:
     def __call__(self, *args):
         values = check_args(self.name, self.params, args)
         outs = interp.run([r.node for r in self.program.results], values)
+        outs = [to_user(r.port, o) for r, o in zip(self.program.results, outs)]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     def with_schedule(self, tile=_UNSET, par=_UNSET, metapipeline=_UNSET) -> "Kernel":

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from . import ir
 from .dtypes import DType
 from .errors import HwgenError, Loc, TraceError, TypeMismatchError, loc_from_traceback
-from .signature import ArrayType, Port, parse_params, parse_results, result_names
+from .signature import ArrayType, Port, parse_params, parse_results, raw_dtype, result_names
 from .trace import ArrayVal, Trace, Val, _meet, const, tracing
 
 
@@ -35,7 +35,7 @@ class Program:
     @property
     def inputs(self) -> dict:
         """Array parameter name -> its ir.Input node."""
-        return {p.name: ir.Input(p.name, p.dtype, p.shape) for p in self.params if p.is_array}
+        return {p.name: ir.Input(p.name, raw_dtype(p.dtype), p.shape) for p in self.params if p.is_array}
 
 
 def trace_program(fn, loc: Loc | None) -> Program:
@@ -45,11 +45,12 @@ def trace_program(fn, loc: Loc | None) -> Program:
     trace = Trace(name)
     symbolic = []
     for p in params:
+        fx = p.dtype if raw_dtype(p.dtype) != p.dtype else None
         if p.is_array:
-            node = ir.Input(p.name, p.dtype, p.shape)
+            node = ir.Input(p.name, raw_dtype(p.dtype), p.shape)
             symbolic.append(ArrayVal(p.shape, p.dtype, node=node))
         else:
-            symbolic.append(Val(ir.Param(p.name, p.dtype)))
+            symbolic.append(Val(ir.Param(p.name, raw_dtype(p.dtype)), fx=fx))
     with tracing(trace):
         try:
             returned = fn(*symbolic)
@@ -91,7 +92,7 @@ def _result(kname, rname, k, count, item, want, trace: Trace, loc) -> Result:
             dims = tuple(trace.fresh_dim(n) for n in node.shape)
             idx = tuple(ir.Index(d.name) for d in dims)
             node = ir.Map(dims, ir.Read(node, idx), loc=loc)
-        port = Port(rname, node.dtype, node.shape)
+        port = Port(rname, item.dtype, node.shape)
     else:
         try:
             v = const(item, loc)
@@ -100,11 +101,11 @@ def _result(kname, rname, k, count, item, want, trace: Trace, loc) -> Result:
                 f"{label} of kernel '{kname}' is {item!r}; a kernel returns arrays and scalars "
                 f"computed from its arguments", loc
             ) from None
-        if v.weak and isinstance(want, DType):
+        if v.weak and isinstance(want, DType) and raw_dtype(want) == want:
             node = _meet(v, want, label)
         else:
             node = v.expr
-        port = Port(rname, node.dtype, ())
+        port = Port(rname, v.dtype, ())
     if want is not None:
         want_dtype = want.dtype if isinstance(want, ArrayType) else want
         want_shape = want.shape if isinstance(want, ArrayType) else ()

@@ -144,6 +144,19 @@ def parse_results(fn, loc: Loc):
     return [_as_type(a, "the result", loc) for a in items]
 
 
+def raw_dtype(dtype: DType) -> DType:
+    """The integer dtype that carries values of `dtype` in the IR and in DRAM."""
+    return getattr(dtype, "storage", dtype)
+
+
+def to_user(port: "Port", value):
+    """A raw result value as the user sees it (fixed point comes back as floats)."""
+    if hasattr(port.dtype, "to_float"):
+        out = port.dtype.to_float(value)
+        return out if port.shape else np.float64(out)
+    return value
+
+
 def result_names(n: int) -> list:
     return ["out"] if n == 1 else [f"out{k}" for k in range(n)]
 
@@ -162,6 +175,8 @@ def check_args(kernel_name: str, params: list, args: tuple) -> dict:
 
 
 def _check_array(kernel_name: str, p: Port, a) -> np.ndarray:
+    if hasattr(p.dtype, "quantize"):
+        return _check_fixed(kernel_name, p, a)
     if not isinstance(a, np.ndarray):
         raise TypeMismatchError(
             f"argument '{p.name}' of kernel '{kernel_name}': expected {p.describe()} (numpy), "
@@ -175,7 +190,21 @@ def _check_array(kernel_name: str, p: Port, a) -> np.ndarray:
     return np.ascontiguousarray(a)
 
 
+def _check_fixed(kernel_name: str, p: Port, a):
+    """Fixed-point arguments are numbers (floats or ints), rounded down to the grid."""
+    arr = np.asarray(a) if not isinstance(a, np.ndarray) else a
+    if arr.dtype.kind not in "fiu" or arr.shape != p.shape:
+        raise TypeMismatchError(
+            f"argument '{p.name}' of kernel '{kernel_name}': expected numbers of shape {p.shape} "
+            f"for {p.dtype.name}, got {arr.dtype} values of shape {arr.shape}"
+        )
+    raw = p.dtype.quantize(arr)
+    return raw if p.shape else raw[()]
+
+
 def _check_scalar(kernel_name: str, p: Port, a):
+    if hasattr(p.dtype, "quantize"):
+        return _check_fixed(kernel_name, p, a)
     if isinstance(a, np.ndarray) and a.shape == ():
         a = a[()]
     if isinstance(a, np.generic):

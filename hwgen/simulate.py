@@ -25,7 +25,7 @@ from hwgen_sim import harness, runner
 from .build import elaborate
 from .dram import DramConfig
 from .errors import MismatchError, SimulationError, user_loc
-from .signature import check_args
+from .signature import check_args, to_user
 
 _DRAM_V = Path(harness.__file__).with_name("dram.v")
 
@@ -133,10 +133,10 @@ def simulate(kernel, args, waves: bool = False, dram: DramConfig | None = None, 
         scalars = {s.name: s for s in design.program.scalar_outs}
         for port in kernel.results:
             if port.is_array:
-                outs.append(arrays[port.name])
+                outs.append(to_user(port, arrays[port.name]))
             else:
                 bits = result["results"][f"res_{port.name}"]
-                outs.append(_signed(bits, scalars[port.name].mem.dtype))
+                outs.append(to_user(port, _signed(bits, scalars[port.name].mem.dtype)))
         waves_path = None
         if waves:
             dest = Path(out_dir) / kernel.name

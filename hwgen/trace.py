@@ -19,6 +19,7 @@ import numpy as np
 
 from . import ir
 from .affine import to_affine
+from . import fixedpoint
 from .dtypes import DType, as_dtype, bool_, int64, promote, smallest_holding, weak_result
 from .errors import TraceError, TypeMismatchError, user_loc
 
@@ -120,23 +121,31 @@ class Val(_Operators):
     __array_ufunc__ = None  # numpy scalars on the left defer to our reflected operators
     __hash__ = None
 
-    def __init__(self, expr: ir.Expr, weak: bool = False, lo: int | None = None, hi: int | None = None):
+    def __init__(self, expr: ir.Expr, weak: bool = False, lo: int | None = None, hi: int | None = None,
+                 fx=None):
         self.expr = expr
         self.weak = weak
         self.lo = lo
         self.hi = hi
+        self.fx = fx  # a fixedpoint.Fixed when this is a fixed-point value (expr is its raw int)
 
     @property
     def dtype(self) -> DType:
-        return self.expr.dtype
+        return self.fx if self.fx is not None else self.expr.dtype
 
     def astype(self, dtype) -> "Val":
         return cast(self, dtype)
 
     def __truediv__(self, o):
-        raise TraceError("true division '/' gives floats in numpy; hwgen has integer types only: use '//'")
+        if fixedpoint.is_fixed(self) or fixedpoint.is_fixed(o):
+            return fixedpoint.binary("truediv", self, o)
+        raise TraceError("true division '/' gives floats in numpy; hwgen has integer types only: use "
+                         "'//' (or fixed point, hw.fixed)")
 
-    __rtruediv__ = __truediv__
+    def __rtruediv__(self, o):
+        if fixedpoint.is_fixed(self):
+            return fixedpoint.binary("truediv", o, self)
+        return self.__truediv__(o)
 
     def __pow__(self, o):
         raise TraceError("'**' is not supported on traced values; multiply explicitly")
@@ -241,6 +250,8 @@ def binary(op: str, a, b) -> Val:
     """`a <op> b` with numpy's promotion; arrays broadcast elementwise."""
     if isinstance(a, ArrayVal) or isinstance(b, ArrayVal):
         return elementwise(lambda x, y: binary(op, x, y), a, b)
+    if fixedpoint.is_fixed(a) or fixedpoint.is_fixed(b):
+        return fixedpoint.binary(op, a, b)
     a, b = const(a), const(b)
     what = f"'{_SYMBOL[op]}'"
     compare = op in ir.COMPARE
@@ -314,6 +325,8 @@ def _bool_binary(op: str, a: ir.Expr, b: ir.Expr, weak: bool) -> Val:
 def unary(op: str, a) -> Val:
     if isinstance(a, ArrayVal):
         return elementwise(lambda x: unary(op, x), a)
+    if fixedpoint.is_fixed(a):
+        return fixedpoint.unary(op, a)
     a = const(a)
     if a.dtype == bool_:
         if op == "neg":
@@ -348,6 +361,8 @@ def cast(x, dtype) -> Val:
             dtype, "unknown dtype; expected one of int8 int16 int32 int64 uint8 uint16 uint32 uint64 bool_"))
     if isinstance(x, ArrayVal):
         return elementwise(lambda v: cast(v, dt), x)
+    if isinstance(dt, fixedpoint.Fixed) or fixedpoint.is_fixed(x):
+        return fixedpoint.cast(x, dt)
     v = const(x)
     if isinstance(v.expr, ir.Const):
         value = int(v.expr.value != 0) if dt == bool_ else dt.wrap(v.expr.value)
@@ -361,6 +376,8 @@ def where(cond, a, b):
     """numpy's `where(cond, a, b)`, elementwise over arrays."""
     if any(isinstance(v, ArrayVal) for v in (cond, a, b)):
         return elementwise(where, cond, a, b)
+    if fixedpoint.is_fixed(a) or fixedpoint.is_fixed(b):
+        return fixedpoint.where(cond, a, b)
     c = const(cond)
     if c.dtype != bool_:
         c = binary("ne", c, 0)
@@ -446,7 +463,8 @@ class ArrayVal(_Operators):
         """The element at `idx`, a tuple of Vals (weak index expressions)."""
         assert len(idx) == self.ndim
         if self.node is not None:
-            return Val(read(self.node, tuple(v.expr for v in idx)))
+            fx = self.dtype if isinstance(self.dtype, fixedpoint.Fixed) else None
+            return Val(read(self.node, tuple(v.expr for v in idx)), fx=fx)
         return self._elem_fn(idx)
 
     def materialize(self) -> ir.ArrayNode:
@@ -494,7 +512,12 @@ def _index_val(dim: ir.Dim) -> Val:
 
 
 def _strong(v, dtype: DType | None = None) -> ir.Expr:
-    """The expression of a result value; weak values become int64 (or bool_) like numpy arrays."""
+    """The expression of a result value; weak values become int64 (or bool_) like numpy arrays;
+    a fixed-point value gives its raw integer."""
+    if isinstance(dtype, fixedpoint.Fixed):
+        return fixedpoint.raw_of(v, dtype).expr
+    if isinstance(v, Val) and v.fx is not None:
+        return v.expr
     v = const(v)
     if dtype is not None and v.dtype != dtype:
         return _meet(v, dtype, "an array element")
@@ -666,12 +689,16 @@ def map_(domain, fn):
         inner = tuple(trace.fresh_dim(n) for n in body.shape)
         expr = _strong(body.elem(tuple(_index_val(d) for d in inner)), body.dtype)
         node = ir.Map(dims + inner, expr, loc=loc)
+        dtype = body.dtype
     else:
         node = ir.Map(dims, _strong(body), loc=loc)
-    return ArrayVal(node.shape, node.dtype, node=node)
+        dtype = body.dtype if fixedpoint.is_fixed(body) else node.dtype
+    return ArrayVal(node.shape, dtype, node=node)
 
 
 def _combiner(op, dtype: DType) -> ir.Combiner:
+    if isinstance(dtype, fixedpoint.Fixed):
+        return _fixed_combiner(op, dtype)
     if isinstance(op, str):
         if op not in ir.REDUCE_OPS:
             raise TraceError(
@@ -707,6 +734,24 @@ def _combiner(op, dtype: DType) -> ir.Combiner:
     raise TraceError(f"unknown reduce op {op!r}; expected a string or a callable(a, b)")
 
 
+def _fixed_combiner(op, fx) -> ir.Combiner:
+    """Folds of fixed-point values: + max min (on the raw values: exact for these), or a
+    callable traced on fixed-point operands."""
+    if isinstance(op, str):
+        if op not in ("+", "max", "min"):
+            raise TypeMismatchError(
+                f"reducing {fx.name} values with {op!r} is not supported; use '+', 'max', 'min' "
+                f"or a callable"
+            )
+        return ir.Combiner(ir.REDUCE_OPS[op])
+    a = Val(ir.Param("%a", fx.storage), fx=fx)
+    b = Val(ir.Param("%b", fx.storage), fx=fx)
+    out = op(a, b)
+    if not (isinstance(out, Val) and out.fx == fx):
+        raise TypeMismatchError(f"the reduce op must return a {fx.name} value")
+    return ir.Combiner("custom", out.expr)
+
+
 def reduce(domain, fn, op="+"):
     """Fold `fn(*idx)` over `domain` with `op`; elementwise if `fn` returns an array.
 
@@ -723,11 +768,12 @@ def reduce(domain, fn, op="+"):
         trace = current("hw.reduce")
         inner = tuple(trace.fresh_dim(n) for n in body.shape)
         elem = _strong(body.elem(tuple(_index_val(d) for d in inner)), body.dtype)
-        comb = _combiner(op, elem.dtype)
+        comb = _combiner(op, body.dtype)
         node = ir.Map(inner, ir.Reduce(dims, elem, comb, loc=loc), loc=loc)
-        return ArrayVal(node.shape, node.dtype, node=node)
+        return ArrayVal(node.shape, body.dtype, node=node)
     expr = _strong(body)
-    return Val(ir.Reduce(dims, expr, _combiner(op, expr.dtype), loc=loc))
+    fx = body.fx if fixedpoint.is_fixed(body) else None
+    return Val(ir.Reduce(dims, expr, _combiner(op, fx or expr.dtype), loc=loc), fx=fx)
 
 
 def sum_(domain, fn):
@@ -764,7 +810,8 @@ def matmul(a, b) -> ArrayVal:
     bi = (kv,) + tuple(iv[a.ndim - 1:])
     prod = binary("mul", a.elem(ai), b.elem(bi))
     red = ir.Reduce((kd,), _strong(prod), ir.Combiner("add"), loc=loc)
+    fx = prod.fx
     if not dims:
-        return Val(red)
+        return Val(red, fx=fx)
     node = ir.Map(dims, red, loc=loc)
-    return ArrayVal(node.shape, node.dtype, node=node)
+    return ArrayVal(node.shape, fx or node.dtype, node=node)

@@ -81,15 +81,16 @@ def cache_root() -> Path:
     return Path(root) / "verilator"
 
 
-LIBRARY_OBJECTS = ("verilated", "verilated_dpi", "verilated_vpi", "verilated_timing",
-                   "verilated_threads", "verilator")
+# Verilator's runtime, the same for every design. (Not cocotb's main, verilator.o: it includes
+# the design's Vtop.h, and a copy built for another design allocates the wrong object size.)
+LIBRARY_OBJECTS = ("verilated", "verilated_dpi", "verilated_vpi", "verilated_timing", "verilated_threads")
 
 
 def _library_dir(waves: bool) -> Path:
     """Where the design-independent objects (Verilator's runtime, cocotb's main) are kept:
     they are the same for every design, so each build after the first compiles only the design."""
-    h = hashlib.sha256(repr((BUILD_ARGS, waves, _verilator_pkg.__version__, cocotb.__version__,
-                              str(Path(_verilator_pkg.__file__).parent))).encode())
+    h = hashlib.sha256(repr((BUILD_ARGS, waves, LIBRARY_OBJECTS, _verilator_pkg.__version__,
+                              cocotb.__version__, str(Path(_verilator_pkg.__file__).parent))).encode())
     return cache_root() / f"lib-{h.hexdigest()[:16]}"
 
 
@@ -127,7 +128,8 @@ def build_key(sources: dict, waves: bool) -> str:
     h = hashlib.sha256()
     for name in sorted(sources):
         h.update(name.encode() + b"\0" + sources[name].encode() + b"\0")
-    h.update(repr((BUILD_ARGS, PUBLIC_VLT, waves, _verilator_pkg.__version__, cocotb.__version__)).encode())
+    h.update(repr((BUILD_ARGS, PUBLIC_VLT, waves, LIBRARY_OBJECTS, _verilator_pkg.__version__,
+                   cocotb.__version__)).encode())
     return h.hexdigest()[:24]
 
 

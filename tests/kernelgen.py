@@ -70,7 +70,7 @@ def _reduce_op(draw):
 
 def random_kernel(draw):
     """(kernel, input arrays) for a random program."""
-    shape = draw(st.sampled_from(["map1d", "map2d", "reduce1d", "map_reduce", "gemm", "colsum"]))
+    shape = draw(st.sampled_from(["map1d", "map2d", "reduce1d", "reduce2d", "map_reduce", "gemm", "colsum"]))
     n = draw(st.sampled_from([4, 6, 8, 12, 16]))
     m = draw(st.sampled_from([2, 4, 8]))
     dts = [draw(st.sampled_from(DTYPES)) for _ in range(3)]
@@ -98,6 +98,11 @@ def random_kernel(draw):
             return hw.reduce(n, lambda i: _expr(draw, [lambda: x[i], lambda: y[i]]), op)
 
         args = (arr(dts[0], n), arr(dts[1], n))
+    elif shape == "reduce2d":
+        def fn(a: hw.Array[dts[0], m, n], x: hw.Array[dts[1], n]):
+            return hw.reduce((m, n), lambda i, j: _expr(draw, [lambda: a[i, j], lambda: x[j]]), op)
+
+        args = (arr(dts[0], m, n), arr(dts[1], n))
     elif shape == "map_reduce":
         def fn(a: hw.Array[dts[0], m, n], x: hw.Array[dts[1], n]):
             return hw.map(m, lambda i: hw.reduce(n, lambda j: _expr(draw, [lambda: a[i, j], lambda: x[j]]), op))

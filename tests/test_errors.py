@@ -257,3 +257,18 @@ def test_missing_annotation():
         "kernel parameter 'a' has no annotation; annotate it as hw.Array[dtype, *shape] (an "
         "array in DRAM) or a dtype (a scalar)")
     assert e.value.line == line_of("noann-call")
+
+
+def test_custom_op_fold_order_under_tiling():
+    @hw.kernel(tile={"k": 2, "m": 2})
+    def last_positive(x: hw.Array[int32, 4, 4]) -> int32:
+        return hw.reduce((4, 4), lambda k, m: x[k, m], lambda p, q: hw.where(q > 0, q, p))  # L:fold
+
+    with pytest.raises(hw.HwgenError) as e:
+        last_positive.elaborate()
+    check(e.value, hw.ScheduleError,
+          "the custom reduce op folds in index order, but tiling 'k' by 2 and also splitting 'm' "
+          "into tiles would visit the indices tile by tile; tile 'm' by its whole extent (4), or "
+          "leave 'k' untiled", "fold")
+    x = np.arange(16, dtype=np.int32).reshape(4, 4) - 8
+    assert last_positive.with_schedule(tile={"k": 2, "m": 4}).verify(x).outputs == 7

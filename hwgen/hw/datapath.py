@@ -179,8 +179,14 @@ class Datapath:
         out = self.signal(self.shape(node), type(node).__name__.lower()[:3] + "_")
         operand_stage = self.timing.stage[node] - self._latency(node)
         operands = [self.at(c, operand_stage, lane) for c in ir.children(node)]
-        if wide_mul(node):
-            self.m.d.sync += out.eq(self._wide_mul(node, *operands))
+        if isinstance(node, ir.Binary) and node.op == "mul" and self._latency(node) >= 2:
+            if wide_mul(node):
+                self.m.d.sync += out.eq(self._wide_mul(node, *operands))
+                return out
+            # the operands are registered next to this lane's multiplier (DSP input registers)
+            held = [self.signal(v.shape(), "mo_") for v in operands]
+            self.m.d.sync += [h.eq(v) for h, v in zip(held, operands)]
+            self.m.d.sync += out.eq(held[0] * held[1])
             return out
         value = compute(node, operands)
         if self._latency(node):
@@ -190,7 +196,9 @@ class Datapath:
         return out
 
     def _wide_mul(self, node, a, b):
-        """The low bits of a * b from registered 16-bit partial products (one DSP each)."""
+        """The low bits of a * b from 16-bit partial products, one DSP block each: each block
+        gets its own operand registers and its own product register (fan-out one, so the
+        placer can keep them next to the block); the products are summed in the third cycle."""
         width = node.dtype.bits
         ua, ub = _fit(a, node.dtype).as_unsigned(), _fit(b, node.dtype).as_unsigned()
         chunks = -(-width // 16)
@@ -199,8 +207,10 @@ class Datapath:
             for j in range(chunks - i):
                 shift = 16 * (i + j)
                 keep = width - shift
+                ra, rb = self.signal(16, f"ma{i}{j}_"), self.signal(16, f"mb{i}{j}_")
+                self.m.d.sync += [ra.eq(ua[16 * i:16 * i + 16]), rb.eq(ub[16 * j:16 * j + 16])]
                 part = self.signal(keep, f"pp{i}{j}_")
-                self.m.d.sync += part.eq(ua[16 * i:16 * i + 16] * ub[16 * j:16 * j + 16])
+                self.m.d.sync += part.eq(ra * rb)
                 term = part if shift == 0 else Cat(Const(0, shift), part)
                 total = term if total is None else total + term
         return total[:width]

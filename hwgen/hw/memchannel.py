@@ -62,7 +62,8 @@ class Arbiter(wiring.Component):
 
     Requests are granted round-robin, one per cycle, combinationally (a client's request is
     forwarded in the cycle it is made). A read request carries its client's number as its tag;
-    responses go to the client their tag names. Clients are always ready for responses.
+    responses are registered here (they reach a client one cycle after the channel delivers
+    them) and go to the client their tag names. Clients are always ready for responses.
 
     Members: `rd_req_<k>`, `rd_resp_<k>` (read client k), `wr_<k>` (write client k), `mem`.
     """
@@ -86,12 +87,13 @@ class Arbiter(wiring.Component):
         self._round_robin(m, reqs, self.mem.rd_req, tagged=True)
         self._round_robin(m, wrs, self.mem.wr, tagged=False)
         m.d.comb += self.mem.rd_resp.ready.eq(1)
+        data = Signal.like(self.mem.rd_resp.data, name="resp_data")
+        m.d.sync += data.eq(self.mem.rd_resp.data)
         for k in range(self._readers):
             resp = getattr(self, f"rd_resp_{k}")
-            m.d.comb += [
-                resp.valid.eq(self.mem.rd_resp.valid & (self.mem.rd_resp.tag == k)),
-                resp.data.eq(self.mem.rd_resp.data),
-            ]
+            valid = Signal(name=f"resp_valid_{k}")
+            m.d.sync += valid.eq(self.mem.rd_resp.valid & (self.mem.rd_resp.tag == k))
+            m.d.comb += [resp.valid.eq(valid), resp.data.eq(data)]
         return m
 
     def _round_robin(self, m, clients, out, tagged: bool):

@@ -3,8 +3,9 @@
 A port serves `lanes` accesses per cycle; each lane gives one index per dimension.
 
     read port  (user side)  i<l>_<d>: Out   index of lane l along dimension d
-                            d<l>: In        data of lane l: same cycle (registers) or two
-                                            cycles later (RAM: read, then output register)
+                            d<l>: In        data of lane l: same cycle (registers) or three
+                                            cycles later (RAM: read, output register, bank
+                                            multiplexer register)
     write port (user side)  en<l>, i<l>_<d>, d<l>: Out   mem[index] <= data at the clock edge
 
 On the memory: `r<k>` / `w<k>` are the ports, `r<k>_buf` / `w<k>_buf` pick the buffer (when
@@ -223,4 +224,5 @@ class OnChipMem(wiring.Component):
                     sel_q = Signal(range(max(2, len(bank_ids))), name=f"r{k}_l{lane}_bank_q")
                     m.d.sync += [sel.eq(splits[lane][0]), sel_q.eq(sel)]
                     value = select([data[b] for b in bank_ids], sel_q)
-                m.d.comb += getattr(port, f"d{lane}").eq(value)
+                # registered after the bank multiplexer: the data leave on a flip-flop
+                m.d.sync += getattr(port, f"d{lane}").eq(value)

@@ -7,7 +7,8 @@ depth in that stage would exceed `BUDGET`, in which case it moves one stage late
 operands are registered). Multipliers register their result (latency 1); reads of register
 memories are combinational; a SRAM read takes one cycle.
 
-Depth units: one 32-bit adder is 2, a LUT level (logic, a 2:1 mux) is 1.
+Depth units: one 32-bit adder is 2, a LUT level (logic, a 2:1 mux) is 1; a stage holds 4
+(two adders, or an adder and two levels of logic: about 8 ns on an ECP5).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 
 from .. import ir
 
-BUDGET = 6
+BUDGET = 4
 
 _REGISTERED = {"mul": 1, "floordiv": 1, "mod": 1}  # latency of ops with an output register
 DSP_BITS = 18  # a multiplier block's operand width (ECP5 MULT18X18D, iCE40 SB_MAC16 is 16)
@@ -30,12 +31,20 @@ def wide_mul(node) -> bool:
 
 
 def latency_of(node) -> int:
-    """Registers an operation adds after its logic (0 for combinational ones)."""
+    """Registers an operation adds after its logic (0 for combinational ones). A multiplier
+    registers its operands (they fan out to the DSP blocks of every lane), then its product;
+    a wide one also registers its partial products."""
     if wide_mul(node):
+        return 3
+    if isinstance(node, ir.Binary) and node.op == "mul" and not _const_operand(node):
         return 2
     if isinstance(node, ir.Binary):
         return _REGISTERED.get(node.op, 0)
     return 0
+
+
+def _const_operand(node) -> bool:
+    return isinstance(node.a, ir.Const) or isinstance(node.b, ir.Const)
 
 
 def op_cost(node) -> int:
@@ -114,11 +123,11 @@ def place_at(ready, cost: int, latency: int = 0, after: int = 0) -> tuple:
 
 def read_timing(plan) -> tuple:
     """(latency, logic before, logic after) of a read of the memory planned by `plan`:
-    registers read through a multiplexer in the same cycle; RAM returns data two cycles after
-    the address (its output register), then through the bank multiplexer."""
+    registers read through a multiplexer in the same cycle; RAM returns registered data three
+    cycles after the address (read, output register, bank multiplexer and its register)."""
     if plan.latency == 0:
         return 0, mux_cost(plan.mem.size * plan.depth), 0
-    return plan.latency, 0, mux_cost(plan.nbanks)
+    return plan.latency, 0, 0
 
 
 def schedule(exprs, reads) -> Timing:

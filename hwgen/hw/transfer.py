@@ -6,8 +6,8 @@ to `words` words, one beat request per cycle while the channel accepts them: a b
 
 Both first spend two cycles on the tile's DRAM address (products, then their sum).
 Load timing: `go` in t0; beat requests from t0 + 2 (one per cycle when granted); each response
-arrives `latency` cycles after its request and is written to the tile; `done` pulses the cycle
-after the last response. Uncontended: `beats + latency + 2` cycles.
+arrives `latency` + 1 cycles after its request (the arbiter registers it) and is written to the
+tile; `done` pulses the cycle after the last response. Uncontended: `beats + latency + 3`.
 Store timing: the tile is read one beat per cycle from t0 + 2 (`read latency` 0 for registers,
 2 for RAM) and sent through a queue of read latency + 1 beats; `done` pulses the cycle after the
 last beat is accepted. Uncontended: `beats + read latency + 2` cycles.

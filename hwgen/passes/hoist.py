@@ -13,29 +13,35 @@ from .. import ir
 from ..loops import Load, Loop, LoopProgram, Parallel
 
 
-def hoist_loads(prog: LoopProgram) -> LoopProgram:
-    return replace(prog, root=_hoist_children(prog.root))
+def hoist_loads(prog: LoopProgram, meta: bool) -> LoopProgram:
+    """`prog` with invariant loads hoisted; loops with counters and several stages are
+    metapipelined when `meta` (the schedule's flag), as the lowering would have done."""
+    return replace(prog, root=_hoist_children(prog.root, meta))
 
 
-def _hoist_children(loop: Loop) -> Loop:
+def _meta(loop: Loop, stages, meta: bool) -> bool:
+    return meta and bool(loop.counters) and len(stages) > 1
+
+
+def _hoist_children(loop: Loop, meta: bool) -> Loop:
     stages = []
     for stage in loop.stages:
         if isinstance(stage, Loop):
-            inner, hoisted = _hoist_out_of(stage)
+            inner, hoisted = _hoist_out_of(stage, meta)
             stages.extend(hoisted)
             stages.append(inner)
         else:
             stages.append(stage)
-    return Loop(loop.counters, tuple(stages), loop.meta and len(stages) > 1)
+    return Loop(loop.counters, tuple(stages), _meta(loop, stages, meta))
 
 
 def _uses(load: Load, names: set) -> bool:
     return any(isinstance(n, ir.Index) and n.name in names for e in load.origin for n in ir.walk(e))
 
 
-def _hoist_out_of(loop: Loop) -> tuple:
+def _hoist_out_of(loop: Loop, meta: bool) -> tuple:
     """(the loop without its invariant loads, the loads to run before it)."""
-    loop = _hoist_children(loop)
+    loop = _hoist_children(loop, meta)
     names = {c.name for c in loop.counters}
     keep, out = [], []
     for stage in loop.stages:
@@ -50,6 +56,6 @@ def _hoist_out_of(loop: Loop) -> tuple:
         out.extend(invariant)
         if varying:
             keep.append(varying[0] if len(varying) == 1 else Parallel(tuple(varying)))
-    new = Loop(loop.counters, tuple(keep), loop.meta and len(keep) > 1)
+    new = Loop(loop.counters, tuple(keep), _meta(loop, keep, meta))
     hoisted = [] if not out else [out[0] if len(out) == 1 else Parallel(tuple(out))]
     return new, hoisted

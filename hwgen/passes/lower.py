@@ -21,8 +21,10 @@ import itertools
 from .. import ir
 from ..affine import Affine, to_affine
 from ..dtypes import bool_, int64
+from ..errors import ScheduleError
 from ..loops import Counter, Dram, Load, Loop, LoopProgram, Mem, Parallel, Pipe, ScalarOut, Store, Write, _expr_str
 from ..program import Program
+from ..signature import raw_dtype
 from .fuse import fuse
 
 
@@ -44,7 +46,7 @@ class _Lowerer:
         self.hoisted: dict = {}
         self.local: dict[str, int] = {}  # local (in-tile) counter name -> extent
         self._ids = itertools.count()
-        self.inputs = {p.name: Dram(p.name, p.dtype, p.shape, "in") for p in program.params if p.is_array}
+        self.inputs = {p.name: Dram(p.name, raw_dtype(p.dtype), p.shape, "in") for p in program.params if p.is_array}
 
     def run(self) -> LoopProgram:
         drams = list(self.inputs.values())
@@ -185,6 +187,7 @@ class _Lowerer:
     def reduce_loop(self, r: ir.Reduce, dep: list, stem: str):
         """The stages folding `r` into a new accumulator indexed by the counters `dep`:
         one Loop over the tile counters, or the bare stages when there is no tile counter."""
+        self.check_fold_order(r)
         outer, local, sub = self.split(r.dims)
         stages: list = []
         # the reduction's own counters run outermost, so consecutive iterations update
@@ -199,6 +202,25 @@ class _Lowerer:
         if not outer:
             return acc, stages
         return acc, [self.loop(outer, stages)]
+
+    def check_fold_order(self, r: ir.Reduce) -> None:
+        """Tiles visit a multi-dimensional domain tile by tile, which is its row-major order
+        only if no dimension after a split one is itself split into several tiles. Builtin
+        ops do not care (they commute); a custom op is only promised associativity."""
+        if r.op.expr is None:
+            return
+        split_before = None
+        for d in r.dims:
+            t = self.tiles.get(d.name, 1)
+            if split_before is not None and d.extent // t > 1:
+                raise ScheduleError(
+                    f"the custom reduce op folds in index order, but tiling '{split_before}' by "
+                    f"{self.tiles[split_before]} and also splitting '{d.name}' into tiles would "
+                    f"visit the indices tile by tile; tile '{d.name}' by its whole extent "
+                    f"({d.extent}), or leave '{split_before}' untiled", r.loc
+                )
+            if t > 1 and split_before is None:
+                split_before = d.name
 
     # -------------------------------------------------------------- tiles
 

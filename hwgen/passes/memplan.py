@@ -55,8 +55,9 @@ class MemPlan:
 
     @property
     def latency(self) -> int:
-        """Cycles from a read's address to its data (RAM: the read, then an output register)."""
-        return 0 if self.kind == "regs" else 2
+        """Cycles from a read's address to its data (RAM: the read, its output register, then
+        the bank multiplexer's register)."""
+        return 0 if self.kind == "regs" else 3
 
     @property
     def nbanks(self) -> int:
