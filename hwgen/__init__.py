@@ -11,14 +11,16 @@ The public names are fixed by SPEC.md; see README.md for a tour.
 """
 
 from .dtypes import DType, bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64
-from .errors import HwgenError, MismatchError, ScheduleError, SimulationError, TraceError, TypeMismatchError, UnsupportedError
+from .errors import CapacityError, HwgenError, MismatchError, ScheduleError, SimulationError, TraceError, TypeMismatchError, UnsupportedError
 from .kernel import Kernel, kernel
 from .signature import Array
-from .trace import full, map_ as map, matmul, max_ as max, maximum, min_ as min, minimum, reduce, sum_ as sum, where, zeros
+from .trace import argmax, argmin, emit, filter_ as filter, flatmap, full, groupby_fold, multifold, map_ as map, matmul, max_ as max, maximum, min_ as min, minimum, reduce, sum_ as sum, where, zeros
 from .dram import DramConfig
+from .fixedpoint import Fixed, fixed
+from .mathfuncs import abs_ as abs, exp, log, sigmoid, sqrt
 
 __all__ = [
-    "Array", "DType", "DramConfig", "HwgenError", "Kernel", "MismatchError", "ScheduleError",
+    "Array", "CapacityError", "DType", "DramConfig", "Fixed", "abs", "argmax", "argmin", "exp", "fixed", "log", "multifold", "sigmoid", "sqrt", "emit", "filter", "flatmap", "groupby_fold", "HwgenError", "Kernel", "MismatchError", "ScheduleError",
     "SimulationError", "TraceError", "TypeMismatchError", "UnsupportedError", "bool_", "full",
     "int8", "int16", "int32", "int64", "kernel", "map", "matmul", "max", "maximum", "min",
     "minimum", "reduce", "sum", "uint8", "uint16", "uint32", "uint64", "where", "zeros",

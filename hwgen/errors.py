@@ -120,6 +120,11 @@ class SimulationError(HwgenError):
         super().__init__(message, loc)
 
 
+class CapacityError(HwgenError):
+    """A run-time limit was exceeded: more distinct keys than a group-by's max_keys. The golden
+    model raises it, and simulation raises it when the hardware flags it."""
+
+
 class MismatchError(HwgenError):
     """The hardware's output differs from the golden model.
 

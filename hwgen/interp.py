@@ -15,6 +15,7 @@ import numpy as np
 
 from . import ir
 from .dtypes import DType, bool_, int64
+from .errors import CapacityError
 
 CHUNK_ELEMENTS = 1 << 23
 
@@ -58,9 +59,65 @@ class Evaluator:
         found = self.arrays.get(node)
         if found is None:
             frame = Frame(params=self.args)
-            found = self.eval_map(node, frame)
+            if isinstance(node, ir.MultiFold):
+                found = self.multifold(node)
+            elif isinstance(node, ir.Part):
+                found = self.collect(node.collect)[node.part]
+            else:
+                found = self.eval_map(node, frame)
             self.arrays[node] = found
         return found
+
+    def collect(self, node: ir.Collect) -> dict:
+        """The parts ("keys", "values", "count") of a group-by or a compaction."""
+        found = self.arrays.get(node)
+        if found is not None:
+            return found
+        frame = Frame(params=self.args).extend(node.dims)
+        shape = frame.extents
+        flat = lambda e: np.broadcast_to(self.expr(e, frame), shape).ravel()  # noqa: E731
+        values = [flat(v) for v in node.values]
+        if node.kind == "group":
+            keys = flat(node.key)
+            uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+            if len(uniq) > node.capacity:
+                raise CapacityError(f"hw.groupby_fold saw more than max_keys={node.capacity} distinct "
+                                    f"keys; raise max_keys", node.loc)
+            rank = np.empty(len(uniq), dtype=np.int64)
+            rank[np.argsort(first, kind="stable")] = np.arange(len(uniq))
+            slots = rank[inverse]
+            is_first = np.zeros(len(keys), dtype=bool)
+            is_first[first] = True
+            out_keys = np.zeros(node.capacity, dtype=node.key.dtype.np)
+            out_keys[rank] = uniq
+            columns = []
+            for v in values:
+                col = np.zeros(node.capacity, dtype=node.value_dtype.np)
+                fold_into(self, col, slots, v, is_first, node.op, node.value_dtype)
+                columns.append(col)
+            out_values = columns[0] if len(columns) == 1 else np.stack(columns, axis=1)
+            found = {"keys": out_keys, "values": out_values, "count": len(uniq)}
+        else:
+            conds = np.stack([flat(c).astype(bool) for c in node.conds], axis=1).ravel()
+            kept = np.stack(values, axis=1).ravel()[conds]
+            out = np.zeros(node.capacity, dtype=node.value_dtype.np)
+            out[:len(kept)] = kept
+            found = {"values": out, "count": len(kept)}
+        self.arrays[node] = found
+        return found
+
+    def multifold(self, node: ir.MultiFold) -> np.ndarray:
+        acc = np.array(self.array(node.init), copy=True)
+        frame = Frame(params=self.args).extend(node.dims + node.sdims)
+        shape = frame.extents
+        idx = [np.broadcast_to(self.expr(i, frame), shape).ravel() for i in node.idx]
+        for axis, (i, n) in enumerate(zip(idx, acc.shape)):
+            if len(i) and (i.min() < 0 or i.max() >= n):
+                raise IndexError(f"multifold index out of range on axis {axis}")  # checked when traced
+        value = np.broadcast_to(self.expr(node.value, frame), shape).ravel()
+        flat = np.ravel_multi_index(idx, acc.shape) if idx else np.zeros(len(value), dtype=np.int64)
+        fold_into(self, acc.reshape(-1), flat, value, None, node.op, node.dtype)
+        return acc
 
     def eval_map(self, node: ir.Map, frame: Frame) -> np.ndarray:
         inner = frame.extend(node.dims)
@@ -96,7 +153,9 @@ class Evaluator:
             idx = [self._expr(i, frame, memo) for i in e.idx]
             if isinstance(e, ir.MemRead):
                 src = frame.mems[e.mem.name]
-            elif isinstance(e.src, ir.Map) and ir.free_indices(e.src):
+            elif isinstance(e.src, (ir.Map, ir.MultiFold)) and ir.free_indices(e.src):
+                if isinstance(e.src, ir.MultiFold):
+                    raise NotImplementedError("a multifold inside a pattern that it depends on")
                 return self._read_open_map(e, frame, memo)
             else:
                 src = self.array(e.src)
@@ -116,6 +175,11 @@ class Evaluator:
         if isinstance(e, ir.Select):
             c = self._expr(e.cond, frame, memo)
             return np.where(c, self._expr(e.a, frame, memo), self._expr(e.b, frame, memo)).astype(e.dtype.np)
+        if isinstance(e, ir.Count):
+            return np.full((1,) * ndim, self.collect(e.collect)["count"], dtype=np.int64)
+        if isinstance(e, ir.Table):
+            table = np.asarray(e.values, dtype=e.dtype.np)
+            return table[self._expr(e.index, frame, memo)]
         if isinstance(e, ir.Reduce):
             return self._reduce(e, frame)
         raise TypeError(f"interp: unknown node {type(e).__name__}")
@@ -187,6 +251,26 @@ class _ArrayParams(Evaluator):
         if isinstance(e, ir.Param) and e.name in self.bound:
             return self.bound[e.name]
         return super()._eval(e, frame, memo)
+
+
+def fold_into(ev: "Evaluator", view: np.ndarray, targets: np.ndarray, values: np.ndarray, first,
+              op: ir.Combiner, dtype: DType) -> None:
+    """view[t] = values if first else op(view[t], values), for each (t, value) in order: round
+    r updates, for every element at once, with the r-th update that targets it (the order the
+    hardware folds in, for associative ops that do not commute too)."""
+    if not len(targets):
+        return
+    order = np.argsort(targets, kind="stable")
+    sorted_targets = targets[order]
+    starts = np.r_[0, np.nonzero(np.diff(sorted_targets))[0] + 1]
+    group_start = np.repeat(starts, np.diff(np.r_[starts, len(targets)]))
+    occurrence = np.empty(len(targets), dtype=np.int64)
+    occurrence[order] = np.arange(len(targets)) - group_start
+    for r in range(int(occurrence.max()) + 1):
+        sel = np.nonzero(occurrence == r)[0]
+        t = targets[sel]
+        combined = ev.combine(op, view[t], values[sel], dtype, Frame())
+        view[t] = combined if first is None else np.where(first[sel], values[sel], combined)
 
 
 def run(outputs, args: dict) -> list:

@@ -10,11 +10,19 @@ Scalar expressions (each has a `dtype`):
     Binary(op, a, b)        add sub mul floordiv mod and or xor shl shr | eq ne lt le gt ge | max min
     Cast(a)                 numpy astype: wrap, sign/zero-extend, `!= 0` to bool
     Select(cond, a, b)      hw.where
+    Table(values, index)    a constant table read at a computed index (0 <= index < len)
     Reduce(dims, body, op)  fold `body` over `dims` with `op` (a Combiner), in `body`'s dtype
 
 Array nodes (each has a `dtype` and a `shape`):
     Input(name)             an array argument (lives in DRAM)
     Map(dims, body)         the array of `body` over `dims`
+    MultiFold(dims, sdims, init, idx, value, op)
+                            start from `init`; for each point of `dims` (in order) and each
+                            point of the slice `sdims`, acc[idx] = op(acc[idx], value)
+    Collect(dims, kind, ...) a group-by fold (kind "group": key, values, op, max_keys) or a
+                            compaction (kind "append": values kept where their conditions
+                            hold); its parts are read through Part(collect, "keys" | "values"
+                            | "count") (arrays, and a scalar Expr for "count")
 
 Both operands of a Binary already have the node's operand dtype (comparisons: the promoted
 dtype; shifts and arithmetic: the result dtype); the tracer inserts the Casts. Nodes compare
@@ -145,6 +153,13 @@ class Select(Expr):
 
 
 @_node
+class Table(Expr):
+    values: tuple
+    index: Expr
+    dtype: DType
+
+
+@_node
 class Combiner(Node):
     """A reduction operator: a builtin `op` name (see REDUCE_OPS), or `expr`, a traced
     associative function of Param('%a') and Param('%b')."""
@@ -194,6 +209,71 @@ class Map(ArrayNode):
     @property
     def shape(self) -> tuple:
         return tuple(d.extent for d in self.dims)
+
+
+@_node
+class MultiFold(ArrayNode):
+    dims: tuple
+    sdims: tuple
+    init: ArrayNode
+    idx: tuple
+    value: Expr
+    op: Combiner
+    loc: Loc | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def dtype(self) -> DType:
+        return self.init.dtype
+
+    @property
+    def shape(self) -> tuple:
+        return self.init.shape
+
+
+@_node
+class Collect(Node):
+    """kind "group": for each point of `dims` in order, the pair (key, values) joins the group
+    of its key (groups in order of first appearance, at most `max_keys`), values folded with
+    `op`. kind "append": for each point in order, each (cond, value) pair of `conds`/`values`
+    appends value where cond holds (at most `capacity` values)."""
+
+    kind: str
+    dims: tuple
+    key: Expr | None
+    values: tuple
+    conds: tuple
+    op: Combiner | None
+    capacity: int
+    loc: Loc | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def value_dtype(self) -> DType:
+        return self.values[0].dtype
+
+
+@_node
+class Part(ArrayNode):
+    """An array part of a Collect: "keys" (capacity,), or "values" (capacity[, width])."""
+
+    collect: Collect
+    part: str
+
+    @property
+    def dtype(self) -> DType:
+        return self.collect.key.dtype if self.part == "keys" else self.collect.value_dtype
+
+    @property
+    def shape(self) -> tuple:
+        width = len(self.collect.values) if self.collect.kind == "group" else 1
+        return (self.collect.capacity,) if width == 1 else (self.collect.capacity, width)
+
+
+@_node
+class Count(Expr):
+    """How many groups (or appended values) a Collect holds: an int64 scalar."""
+
+    collect: Collect
+    dtype: DType = int64
 
 
 # ---------------------------------------------------------------- generic traversal
@@ -284,6 +364,13 @@ def free_indices(expr: Node) -> frozenset:
             out = frozenset([n.name])
         elif isinstance(n, (Reduce, Map)):
             out = go(n.body) - {d.name for d in n.dims}
+        elif isinstance(n, MultiFold):
+            inner = frozenset().union(go(n.value), *[go(i) for i in n.idx])
+            out = go(n.init) | (inner - {d.name for d in n.dims + n.sdims})
+        elif isinstance(n, Collect):
+            parts = [n.key] if n.key is not None else []
+            inner = frozenset().union(*[go(e) for e in parts + list(n.values) + list(n.conds)])
+            out = inner - {d.name for d in n.dims}
         else:
             out = frozenset().union(*[go(c) for c in children(n)]) if children(n) else frozenset()
         memo[n] = out

@@ -12,8 +12,9 @@ import itertools
 import numpy as np
 
 from . import ir
-from .interp import Evaluator, Frame
-from .loops import Load, Loop, LoopProgram, Parallel, Pipe, Store, Write
+from .errors import CapacityError
+from .interp import Evaluator, Frame, fold_into
+from .loops import AppendWrite, GroupWrite, Load, Loop, LoopProgram, Parallel, Pipe, Store, Write, write_exprs
 
 
 def run(prog: LoopProgram, args: dict) -> dict:
@@ -23,16 +24,27 @@ def run(prog: LoopProgram, args: dict) -> dict:
         drams[d.name] = np.array(args[d.name]) if d.role == "in" else np.zeros(d.shape, d.dtype.np)
     mems = {m.name: np.zeros(m.shape, m.dtype.np) for m in prog.mems}
     ev = Evaluator(args)
-    _Runner(ev, drams, mems, args).run(prog.root, {})
+    runner = _Runner(ev, drams, mems, args)
+    runner.run(prog.root, {})
+    for g in prog.groups:
+        if runner.overflow.get(g.name):
+            raise overflow_error(g)
     out = {d.name: drams[d.name] for d in prog.drams if d.role == "out"}
     for s in prog.scalar_outs:
         out[s.name] = mems[s.mem.name][()]
     return out
 
 
+def overflow_error(group) -> CapacityError:
+    """The error of a group-by that met more distinct keys than it can hold."""
+    return CapacityError(f"hw.groupby_fold saw more than max_keys={group.capacity} distinct keys; "
+                         f"raise max_keys", group.loc)
+
+
 class _Runner:
     def __init__(self, ev: Evaluator, drams: dict, mems: dict, params: dict):
         self.ev, self.drams, self.mems, self.params = ev, drams, mems, params
+        self.overflow: dict = {}
 
     def scalar(self, e: ir.Expr, env: dict) -> int:
         frame = Frame(params=self.params, mems=self.mems, fixed=env)
@@ -53,7 +65,10 @@ class _Runner:
             self.mems[c.mem.name][...] = self.drams[c.dram.name][region]
         elif isinstance(c, Store):
             region = self.region(c.origin, c.shape, env)
-            self.drams[c.dram.name][region] = self.mems[c.mem.name].reshape(c.shape)
+            data = self.mems[c.mem.name].reshape(c.shape).copy()
+            if c.limit is not None:  # positions from the limit on are stored as zeros
+                data.reshape(-1)[self.scalar(c.limit, env):] = 0
+            self.drams[c.dram.name][region] = data
         elif isinstance(c, Pipe):
             self.pipe(c, env)
         else:
@@ -68,11 +83,18 @@ class _Runner:
         frame = Frame(names, extents, self.params, self.mems, env)
         # every write sees memory as it was before the pipe (writes land at the end)
         results = [self.evaluate(w, frame) for w in p.writes]
-        for w, (idx, value, first) in zip(p.writes, results):
-            self.apply(w, idx, value, first)
+        for w, result in zip(p.writes, results):
+            if isinstance(w, GroupWrite):
+                self.group(w, *result)
+            elif isinstance(w, AppendWrite):
+                self.append(w, *result)
+            else:
+                self.apply(w, *result)
 
-    def evaluate(self, w: Write, frame: Frame):
+    def evaluate(self, w, frame: Frame):
         shape = frame.extents
+        if isinstance(w, (GroupWrite, AppendWrite)):
+            return [np.broadcast_to(self.ev.expr(e, frame), shape).ravel() for e in write_exprs(w)], None, None
         idx = tuple(np.broadcast_to(self.ev.expr(i, frame), shape).ravel() for i in w.idx)
         value = np.broadcast_to(self.ev.expr(w.value, frame), shape).ravel()
         first = None
@@ -80,25 +102,48 @@ class _Runner:
             first = np.broadcast_to(self.ev.expr(w.first, frame), shape).ravel().astype(bool)
         return idx, value, first
 
+    def group(self, w: GroupWrite, values, _a, _b) -> None:
+        """Add each iteration's (key, values) to the group-by, in order."""
+        g = w.group
+        keys, vals, count = self.mems[g.keys.name], self.mems[g.values.name], self.mems[g.count.name]
+        table = vals.reshape(g.capacity, -1)
+        key, *items, first = values
+        for k in range(len(key)):
+            if first[k]:
+                keys[...] = 0
+                table[...] = 0
+                count[()] = 0
+                self.overflow[g.name] = False
+            hit = np.nonzero(keys[:count[()]] == key[k])[0]
+            if len(hit):
+                slot = hit[0]
+                for c, item in enumerate(items):
+                    table[slot, c] = self.ev.combine(g.op, table[slot:slot + 1, c], item[k:k + 1], g.values.dtype, Frame())[0]
+            elif count[()] < g.capacity:
+                slot = count[()]
+                keys[slot] = key[k]
+                table[slot] = [item[k] for item in items]
+                count[()] += 1
+            else:
+                self.overflow[g.name] = True
+
+    def append(self, w: AppendWrite, values, _a, _b) -> None:
+        """Append each iteration's kept items, in order."""
+        n = len(w.conds)
+        conds, items, first = values[:n], values[n:2 * n], values[-1]
+        out, count = self.mems[w.values.name], self.mems[w.count.name]
+        for k in range(len(first)):
+            if first[k]:
+                count[()] = 0
+            for cond, item in zip(conds, items):
+                if cond[k]:
+                    out[count[()]] = item[k]
+                    count[()] += 1
+
     def apply(self, w: Write, idx, value, first) -> None:
         mem = self.mems[w.mem.name]
         if w.op is None:
             mem[idx] = value
             return
         flat = np.ravel_multi_index(idx, mem.shape) if idx else np.zeros(len(value), dtype=np.int64)
-        view = mem.reshape(-1)
-        # fold in iteration order, exactly as the hardware does: round r updates, for every
-        # element at once, with the r-th iteration that targets it
-        order = np.argsort(flat, kind="stable")
-        sorted_targets = flat[order]
-        starts = np.r_[0, np.nonzero(np.diff(sorted_targets))[0] + 1]
-        group_start = np.repeat(starts, np.diff(np.r_[starts, len(flat)]))
-        occurrence = np.empty(len(flat), dtype=np.int64)
-        occurrence[order] = np.arange(len(flat)) - group_start
-        for r in range(int(occurrence.max()) + 1 if len(flat) else 0):
-            sel = np.nonzero(occurrence == r)[0]
-            t = flat[sel]
-            new = value[sel]
-            old = view[t]
-            combined = self.ev.combine(w.op, old, new, w.mem.dtype, Frame())
-            view[t] = np.where(first[sel], new, combined)
+        fold_into(self.ev, mem.reshape(-1), flat, value, first, w.op, w.mem.dtype)

@@ -12,7 +12,10 @@ Controllers (each runs when started and reports when done):
 Memories: `Mem(name, dtype, shape)` lives on chip (shape () is a scalar register);
 `Dram(name, dtype, shape, role)` is an off-chip array (role in / out).
 A `Write` in a Pipe sets `mem[idx] = value`, or, with `op`, accumulates:
-`mem[idx] = value if first else op(mem[idx], value)`.
+`mem[idx] = value if first else op(mem[idx], value)`. A `GroupWrite` adds (key, values) to a
+`Group` (a group-by's keys, folded values and count, kept in a content-addressed memory); an
+`AppendWrite` appends, in order, the items whose conditions hold to `values` and counts them
+in `count` (both restart when `first` holds).
 
 Expressions are pattern-IR scalar Exprs over `Index(counter)`, `Param(name)` and
 `MemRead(mem, idx)`. A counter's value is 0 .. extent-1; `par` lanes run `par` consecutive
@@ -71,6 +74,45 @@ class Write:
 
 
 @dataclass(frozen=True)
+class Group:
+    """A group-by's state on chip: `keys` (capacity,), `values` (capacity[, width]), `count`."""
+
+    name: str
+    keys: Mem
+    values: Mem
+    count: Mem
+    op: ir.Combiner
+    capacity: int
+    loc: object = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class GroupWrite:
+    group: Group
+    key: ir.Expr
+    values: tuple
+    first: ir.Expr
+
+
+@dataclass(frozen=True)
+class AppendWrite:
+    values: Mem
+    count: Mem
+    conds: tuple
+    items: tuple
+    first: ir.Expr
+
+
+def write_exprs(w) -> list:
+    """Every expression a write of a Pipe evaluates."""
+    if isinstance(w, GroupWrite):
+        return [w.key, *w.values, w.first]
+    if isinstance(w, AppendWrite):
+        return [*w.conds, *w.items, w.first]
+    return [w.value, *w.idx] + ([w.first] if w.first is not None else [])
+
+
+@dataclass(frozen=True)
 class Pipe:
     counters: tuple
     writes: tuple
@@ -96,6 +138,7 @@ class Store:
     dram: Dram
     origin: tuple
     shape: tuple  # the DRAM region; mem.size == its number of elements
+    limit: ir.Expr | None = None  # elements at flat positions from `limit` on are stored as 0
 
 
 @dataclass(frozen=True)
@@ -133,6 +176,7 @@ class LoopProgram:
     mems: tuple  # every Mem
     scalar_outs: tuple  # ScalarOut
     root: Loop
+    groups: tuple = ()  # Group
     notes: tuple = field(default=())  # lowering decisions worth reporting
 
 
@@ -176,6 +220,13 @@ def show(prog: LoopProgram) -> str:
             ctrs = ", ".join(f"{k.name}<{k.extent}" + (f" par {k.par}" if k.par > 1 else "") for k in c.counters)
             lines.append(f"{pad}pipe [{ctrs}]")
             for w in c.writes:
+                if isinstance(w, GroupWrite):
+                    lines.append(f"{pad}  group {w.group.name}: key {fmt(w.key)} values {', '.join(fmt(v) for v in w.values)}")
+                    continue
+                if isinstance(w, AppendWrite):
+                    items = ", ".join(f"{fmt(v)} if {fmt(c_)}" for c_, v in zip(w.conds, w.items))
+                    lines.append(f"{pad}  append to {w.values.name} (count {w.count.name}): {items}")
+                    continue
                 target = f"{w.mem.name}[{', '.join(fmt(i) for i in w.idx)}]"
                 if w.op is None:
                     lines.append(f"{pad}  {target} = {fmt(w.value)}")

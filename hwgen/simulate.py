@@ -25,6 +25,7 @@ from hwgen_sim import harness, runner
 from .build import elaborate
 from .dram import DramConfig
 from .errors import MismatchError, SimulationError, user_loc
+from .loop_interp import overflow_error
 from .signature import check_args, to_user
 
 _DRAM_V = Path(harness.__file__).with_name("dram.v")
@@ -98,7 +99,8 @@ def simulate(kernel, args, waves: bool = False, dram: DramConfig | None = None, 
         predicted = design.report["predicted_cycles"]
         timeout = max(10 * predicted, predicted + 100_000) + 20 * (dram.latency + dram.jitter)
         units = sorted(design.component.unit_names.values()) if monitor is True else list(monitor or [])
-        config = {"inputs": inputs, "results": [f"res_{s.name}" for s in design.program.scalar_outs],
+        flags = [f"overflow_{g.name}" for g in design.program.groups]
+        config = {"inputs": inputs, "results": [f"res_{s.name}" for s in design.program.scalar_outs] + flags,
                   "timeout_cycles": timeout, "monitor": units}
         (work / "config.json").write_text(json.dumps(config))
         plusargs = [f"+DRAM_IN={work / 'dram_in.hex'}", f"+DRAM_OUT={work / 'dram_out.hex'}",
@@ -122,6 +124,9 @@ def simulate(kernel, args, waves: bool = False, dram: DramConfig | None = None, 
                 f"kernel '{kernel.name}': its cycle counter says {result['cycles']} but "
                 f"{result['measured']} clock cycles passed", loc
             )
+        for g in design.program.groups:
+            if result["results"][f"overflow_{g.name}"]:
+                raise overflow_error(g)
         after = harness.read_hex(work / "dram_out.hex", len(image))
         arrays, stray = layout.read_outputs(image, after)
         if len(stray):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import builtins
 import inspect
 import itertools
+import math
 from typing import Callable
 
 import numpy as np
@@ -21,6 +22,7 @@ from . import ir
 from .affine import to_affine
 from . import fixedpoint
 from .dtypes import DType, as_dtype, bool_, int64, promote, smallest_holding, weak_result
+from .ranges import value_range
 from .errors import TraceError, TypeMismatchError, user_loc
 
 # ------------------------------------------------------------------ trace context
@@ -33,9 +35,15 @@ class Trace:
         self.kernel_name = kernel_name
         self.extents: dict[str, int] = {}
         self.locs: dict = {}
+        self.codes: dict = {}
         self._fresh = itertools.count()
 
-    def new_dim(self, name: str, extent: int, loc) -> ir.Dim:
+    def new_dim(self, name: str, extent: int, loc, code=None) -> ir.Dim:
+        """A new index variable. A name may come back only from the same lambda (a helper
+        function traced twice), with the same extent: its uses share a schedule."""
+        if name in self.extents and code is not None and self.codes.get(name) is code \
+                and self.extents[name] == extent:
+            return ir.Dim(name, extent)
         if name in self.extents:
             raise TraceError(
                 f"index name '{name}' is used twice in kernel '{self.kernel_name}' "
@@ -45,6 +53,7 @@ class Trace:
             )
         self.extents[name] = extent
         self.locs[name] = loc
+        self.codes[name] = code
         return ir.Dim(name, extent)
 
     def fresh_dim(self, extent: int) -> ir.Dim:
@@ -674,7 +683,8 @@ def _bind(fn, shape: tuple, what: str) -> tuple:
             f"give one index parameter per dimension", loc
         )
     trace = current(what)
-    dims = tuple(trace.new_dim(p.name, n, loc) for p, n in zip(params, shape))
+    code = getattr(fn, "__code__", None)
+    dims = tuple(trace.new_dim(p.name, n, loc, code) for p, n in zip(params, shape))
     return dims, tuple(_index_val(d) for d in dims)
 
 
@@ -789,6 +799,210 @@ def max_(domain, fn):
 def min_(domain, fn):
     """`hw.reduce(domain, fn, "min")`."""
     return reduce(domain, fn, "min")
+
+
+def multifold(domain, init, fn, op="+"):
+    """Start from the array `init`; for each index of `domain` in order, `fn(*idx)` returns
+    `(where, value)` and `acc[where] = op(acc[where], value)`. `where` is an index, or a tuple
+    of indices and slices, into the accumulator (indices may be data, like an argmin; they must
+    provably stay in range); `value` is a scalar or an array the shape of the slice. Returns
+    the accumulator, which lives on chip."""
+    shape = _domain(domain, "hw.multifold")
+    if not isinstance(init, ArrayVal):
+        raise TraceError("hw.multifold's init must be an array (an argument, hw.zeros, hw.full, ...)")
+    init_node = init.materialize()
+    dims, idx = _bind(fn, shape, "hw.multifold")
+    loc = user_loc()
+    out = fn(*idx)
+    if not isinstance(out, tuple) or len(out) != 2:
+        raise TraceError("the function given to hw.multifold must return a pair (where, value)", loc)
+    where_, value = out
+    keys = where_ if isinstance(where_, tuple) else (where_,)
+    if len(keys) > init.ndim:
+        raise TraceError(f"hw.multifold: {len(keys)} subscripts for an accumulator of {init.ndim} dimensions", loc)
+    keys = keys + (slice(None),) * (init.ndim - len(keys))
+    trace = current("hw.multifold")
+    slice_shape = tuple(len(range(*k.indices(n))) for k, n in zip(keys, init.shape) if isinstance(k, slice))
+    if isinstance(value, ArrayVal) and isinstance(value.node, ir.Map) and value.shape == slice_shape:
+        sdims = value.node.dims  # the value's own (named) dims walk the slice
+        value_at = lambda sidx: value.elem(sidx)  # noqa: E731
+    else:
+        sdims = tuple(trace.fresh_dim(n) for n in slice_shape)
+        if isinstance(value, ArrayVal):
+            _broadcast([value.shape, slice_shape], loc)
+            value_at = lambda sidx: value.elem(sidx[len(sidx) - value.ndim:] if value.ndim else ())  # noqa: E731
+        else:
+            value_at = lambda sidx: value  # noqa: E731
+    svals = tuple(_index_val(d) for d in sdims)
+    targets, s = [], 0
+    for axis, (k, n) in enumerate(zip(keys, init.shape)):
+        if isinstance(k, slice):
+            start, _, step = k.indices(n)
+            targets.append(binary("add", const(start), binary("mul", svals[s], const(step))))
+            s += 1
+        elif isinstance(k, ArrayVal):
+            raise TraceError("hw.multifold: a subscript of `where` must be a scalar or a slice", loc)
+        else:
+            targets.append(const(k))
+    for axis, (t, n) in enumerate(zip(targets, init.shape)):
+        lo, hi = value_range(cast(t, int64).expr, trace.extents)
+        if lo < 0 or hi >= n:
+            raise TraceError(
+                f"hw.multifold: subscript {axis} of `where` may take values in [{lo}, {hi}], outside "
+                f"the accumulator's axis of {n}; keep it in range (hw.minimum / hw.maximum, or a "
+                f"narrower expression)", loc
+            )
+    elem = value_at(svals)
+    dt = init.dtype
+    expr = _strong(elem, dt) if (isinstance(elem, Val) and (elem.weak or elem.dtype == dt)) or \
+        not isinstance(elem, Val) else None
+    if expr is None:
+        raise TypeMismatchError(
+            f"hw.multifold: the value is {const(elem).dtype.name} but the accumulator is {dt.name}; "
+            f"convert with .astype(...)", loc
+        )
+    comb = _combiner(op, dt)
+    node = ir.MultiFold(dims, sdims, init_node, tuple(cast(t, int64).expr for t in targets), expr, comb, loc=loc)
+    return ArrayVal(node.shape, dt, node=node)
+
+
+MAX_KEYS = 256
+
+
+def groupby_fold(domain, fn, op="+", max_keys=None):
+    """For each index of `domain` in order, `fn(*idx)` returns `(key, value)`; values of equal
+    keys are folded with `op`. Returns `(keys, values, count)`: the first `count` entries hold
+    each distinct key and its folded value, in order of first appearance; the rest are 0.
+    `value` may be a 1-D array (several folds at once: `values` gets a column each). More than
+    `max_keys` distinct keys is a CapacityError (raised by the golden model and by simulation)."""
+    shape = _domain(domain, "hw.groupby_fold")
+    if isinstance(max_keys, bool) or not isinstance(max_keys, int) or not 1 <= max_keys <= MAX_KEYS:
+        raise TraceError(f"hw.groupby_fold needs max_keys, an int from 1 to {MAX_KEYS} (the hardware "
+                         f"compares every key each cycle), got {max_keys!r}")
+    dims, idx = _bind(fn, shape, "hw.groupby_fold")
+    loc = user_loc()
+    out = fn(*idx)
+    if not isinstance(out, tuple) or len(out) != 2:
+        raise TraceError("the function given to hw.groupby_fold must return a pair (key, value)", loc)
+    key, value = out
+    key = const(key)
+    if key.dtype == bool_ or key.fx is not None:
+        raise TypeMismatchError(f"hw.groupby_fold keys must be integers, got {key.dtype.name}", loc)
+    if isinstance(value, ArrayVal):
+        if value.ndim != 1:
+            raise TraceError("hw.groupby_fold: a value must be a scalar or a 1-D array", loc)
+        elems = [value.elem((const(c),)) for c in range(value.shape[0])]
+        dtype = value.dtype
+    else:
+        elems, dtype = [value], const(value).dtype
+    exprs = tuple(_strong(e, dtype) for e in elems)
+    node = ir.Collect("group", dims, _strong(key), exprs, (), _combiner(op, dtype), max_keys, loc=loc)
+    keys = ir.Part(node, "keys")
+    values = ir.Part(node, "values")
+    fx = dtype if isinstance(dtype, fixedpoint.Fixed) else None
+    return (ArrayVal(keys.shape, keys.dtype, node=keys), ArrayVal(values.shape, fx or values.dtype, node=values),
+            Val(ir.Count(node)))
+
+
+class Emit:
+    """One value `hw.flatmap` may produce: kept where `when` holds."""
+
+    def __init__(self, value, when=True):
+        self.value, self.when = value, when
+
+
+def emit(value, when=True) -> Emit:
+    """An output of a `hw.flatmap` body, kept where `when` holds."""
+    return Emit(value, when)
+
+
+def filter_(domain, pred, fn=None):
+    """Keep `fn(*idx)` (default: the element's row-major index) where `pred(*idx)` holds, in
+    index order. Returns `(values, count)`; `values` has the domain's size, 0 past `count`."""
+    shape = _domain(domain, "hw.filter")
+    dims, idx = _bind(pred, shape, "hw.filter")
+    loc = user_loc()
+    cond = pred(*idx)
+    if fn is None:
+        flat = const(0)
+        for d, v in zip(dims, idx):
+            flat = binary("add", binary("mul", flat, d.extent), v)
+        value = cast(flat, int64)
+    else:
+        value = fn(*idx)
+    return _append(dims, [(cond, value)], math.prod(shape), loc)
+
+
+def flatmap(domain, fn, max_out):
+    """`fn(*idx)` returns up to `max_out` `hw.emit(value, when=cond)`; the emitted values are
+    concatenated in index order. Returns `(values, count)`; `values` has size(domain) * max_out
+    entries, 0 past `count`."""
+    shape = _domain(domain, "hw.flatmap")
+    if isinstance(max_out, bool) or not isinstance(max_out, int) or max_out < 1:
+        raise TraceError(f"hw.flatmap needs max_out, a positive int, got {max_out!r}")
+    dims, idx = _bind(fn, shape, "hw.flatmap")
+    loc = user_loc()
+    out = fn(*idx)
+    emits = list(out) if isinstance(out, (tuple, list)) else [out]
+    if not all(isinstance(e, Emit) for e in emits):
+        raise TraceError("the function given to hw.flatmap must return hw.emit(value, when=...) (or a tuple of them)", loc)
+    if len(emits) > max_out:
+        raise TraceError(f"hw.flatmap: the function emits {len(emits)} values but max_out is {max_out}", loc)
+    return _append(dims, [(e.when, e.value) for e in emits], math.prod(shape) * max_out, loc)
+
+
+def _append(dims, pairs, capacity: int, loc):
+    conds, values = [], []
+    first = const(pairs[0][1])
+    dtype = first.dtype if not first.weak else int64
+    for cond, value in pairs:
+        c = const(cond)
+        if isinstance(cond, ArrayVal) or isinstance(value, ArrayVal):
+            raise TraceError("filter and flatmap conditions and values must be scalars", loc)
+        conds.append(_strong(c if c.dtype == bool_ else binary("ne", c, 0)))
+        values.append(_strong(value, dtype))
+    node = ir.Collect("append", dims, None, tuple(values), tuple(conds), None, capacity, loc=loc)
+    part = ir.Part(node, "values")
+    fx = dtype if isinstance(dtype, fixedpoint.Fixed) else None
+    return ArrayVal(part.shape, fx or part.dtype, node=part), Val(ir.Count(node))
+
+
+def argmin(arr) -> Val:
+    """Index of the first minimum of a 1-D array (numpy's argmin)."""
+    return _arg(arr, "min")
+
+
+def argmax(arr) -> Val:
+    """Index of the first maximum of a 1-D array (numpy's argmax)."""
+    return _arg(arr, "max")
+
+
+def _arg(arr, which: str) -> Val:
+    """A min/max over keys (value, index) packed in one int64: the value in the high bits, the
+    index (for argmax: its complement) in the low bits, so the first extreme wins ties."""
+    if not isinstance(arr, ArrayVal) or arr.ndim != 1:
+        raise TraceError(f"hw.arg{which} takes a 1-D array, got {arr!r}")
+    n = arr.shape[0]
+    dt = arr.dtype
+    bits = max(1, (n - 1).bit_length())
+    value_bits = dt.bits + (0 if dt.signed or dt.is_bool else 1)
+    if value_bits + bits > 64:
+        raise TypeMismatchError(
+            f"hw.arg{which} of {dt.name} values over {n} elements needs {value_bits + bits} bits; "
+            f"at most 64 are supported"
+        )
+    trace = current(f"hw.arg{which}")
+    d = trace.fresh_dim(n)
+    t = _index_val(d)
+    v = arr.elem((t,))
+    raw = Val(v.expr) if getattr(v, "fx", None) is not None else v
+    low = t if which == "min" else (n - 1) - t
+    key = binary("or", binary("shl", cast(raw, int64), np.int64(bits)), cast(low, int64))
+    best = Val(ir.Reduce((d,), key.expr, ir.Combiner(ir.REDUCE_OPS[which]), loc=user_loc()))
+    index = binary("and", best, np.int64((1 << bits) - 1))
+    if which == "max":
+        index = binary("sub", np.int64(n - 1), index)
+    return maximum(minimum(index, np.int64(n - 1)), np.int64(0))
 
 
 def matmul(a, b) -> ArrayVal:

@@ -43,6 +43,9 @@ def tb_verilog(design) -> str:
     for s in prog.scalar_outs:
         ports.append(f"output {_width(s.mem.dtype.bits)}res_{s.name}")
         conns.append(f".res_{s.name}(res_{s.name})")
+    for g in prog.groups:
+        ports.append(f"output overflow_{g.name}")
+        conns.append(f".overflow_{g.name}(overflow_{g.name})")
     chan = {
         "rd_req__valid": 1, "rd_req__ready": 1, "rd_req__addr": addr, "rd_req__tag": tag,
         "rd_resp__valid": 1, "rd_resp__ready": 1, "rd_resp__data": words * wb, "rd_resp__tag": tag,

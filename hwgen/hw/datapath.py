@@ -13,9 +13,11 @@ each node is computed); values needed later than they are made are carried in re
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Mux, Shape, Signal, signed, unsigned
+from amaranth.hdl import Array, Cat, Const, Mux, Shape, Signal, signed, unsigned
+from amaranth.lib.memory import Memory
 
 from .. import ir
+from ..ranges import value_range
 from .timing import Timing, latency_of, wide_mul
 
 
@@ -23,56 +25,11 @@ def dtype_shape(dtype) -> Shape:
     return signed(dtype.bits) if dtype.signed else unsigned(dtype.bits)
 
 
-def value_range(node, extents: dict, memo: dict | None = None) -> tuple:
-    """Exact bounds (lo, hi) of `node`'s value; `extents`: counter name -> extent."""
-    memo = {} if memo is None else memo
-    found = memo.get(node)
-    if found is not None:
-        return found
-    out = _range(node, extents, memo)
-    memo[node] = out
-    return out
-
-
-def _range(node, extents, memo):
-    dt = node.dtype
-    full = (dt.min, dt.max)
-    if isinstance(node, ir.Const):
-        return node.value, node.value
-    if isinstance(node, ir.Index):
-        return 0, extents[node.name] - 1
-    if isinstance(node, ir.Binary) and node.op in ir.COMPARE:
-        return 0, 1
-    if isinstance(node, ir.Cast):
-        if dt.is_bool:
-            return 0, 1
-        lo, hi = value_range(node.a, extents, memo)
-        return (lo, hi) if dt.fits(lo) and dt.fits(hi) else full
-    if isinstance(node, ir.Select):
-        a, b = value_range(node.a, extents, memo), value_range(node.b, extents, memo)
-        return min(a[0], b[0]), max(a[1], b[1])
-    if isinstance(node, ir.Binary) and node.op in ("add", "sub", "mul", "max", "min"):
-        (alo, ahi), (blo, bhi) = value_range(node.a, extents, memo), value_range(node.b, extents, memo)
-        if node.op == "add":
-            lo, hi = alo + blo, ahi + bhi
-        elif node.op == "sub":
-            lo, hi = alo - bhi, ahi - blo
-        elif node.op == "mul":
-            p = (alo * blo, alo * bhi, ahi * blo, ahi * bhi)
-            lo, hi = min(p), max(p)
-        elif node.op == "max":
-            lo, hi = max(alo, blo), max(ahi, bhi)
-        else:
-            lo, hi = min(alo, blo), min(ahi, bhi)
-        return (lo, hi) if dt.fits(lo) and dt.fits(hi) else full
-    if isinstance(node, ir.Unary) and node.op in ("neg", "abs"):
-        lo, hi = value_range(node.a, extents, memo)
-        if node.op == "neg":
-            lo, hi = -hi, -lo
-        else:
-            lo, hi = (0 if lo <= 0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
-        return (lo, hi) if dt.fits(lo) and dt.fits(hi) else full
-    return full
+def select(values: list, index):
+    """values[index] as a multiplexer; the table is padded to a power of two so that every
+    index value selects something (a complete case, no latch, no lint warning)."""
+    width = max(1, (len(values) - 1).bit_length())
+    return Array(values + [values[-1]] * ((1 << width) - len(values)))[index]
 
 
 def range_shape(lo: int, hi: int) -> Shape:
@@ -179,9 +136,12 @@ class Datapath:
         out = self.signal(self.shape(node), type(node).__name__.lower()[:3] + "_")
         operand_stage = self.timing.stage[node] - self._latency(node)
         operands = [self.at(c, operand_stage, lane) for c in ir.children(node)]
+        if isinstance(node, ir.Table) and self._latency(node):
+            return self._rom(node, operands[0], out)
         if isinstance(node, ir.Binary) and node.op == "mul" and self._latency(node) >= 2:
             if wide_mul(node):
-                self.m.d.sync += out.eq(self._wide_mul(node, *operands))
+                ranges = [value_range(c, self.extents, self._ranges) for c in ir.children(node)]
+                self.m.d.sync += out.eq(self._wide_mul(node, *operands, ranges))
                 return out
             # the operands are registered next to this lane's multiplier (DSP input registers)
             held = [self.signal(v.shape(), "mo_") for v in operands]
@@ -195,16 +155,34 @@ class Datapath:
             self.m.d.comb += out.eq(value)
         return out
 
-    def _wide_mul(self, node, a, b):
+    def _rom(self, node, index, out):
+        """A table as a ROM: read synchronously, then registered (two cycles)."""
+        shape = range_shape(min(node.values), max(node.values))
+        rom = Memory(shape=shape, depth=len(node.values), init=list(node.values))
+        self._n += 1
+        self.m.submodules[f"{self.name}_rom{self._n}"] = rom
+        port = rom.read_port(transparent_for=())
+        self.m.d.comb += [port.addr.eq(index), port.en.eq(1)]
+        self.m.d.sync += out.eq(port.data)
+        return out
+
+    def _wide_mul(self, node, a, b, ranges):
         """The low bits of a * b from 16-bit partial products, one DSP block each: each block
         gets its own operand registers and its own product register (fan-out one, so the
-        placer can keep them next to the block); the products are summed in the third cycle."""
+        placer can keep them next to the block); the products are summed in the third cycle.
+        Operands known to be non-negative and narrow need fewer partial products."""
         width = node.dtype.bits
         ua, ub = _fit(a, node.dtype).as_unsigned(), _fit(b, node.dtype).as_unsigned()
-        chunks = -(-width // 16)
+        (alo, ahi), (blo, bhi) = ranges
+        a_bits = ahi.bit_length() if alo >= 0 else width
+        b_bits = bhi.bit_length() if blo >= 0 else width
+        width = min(width, a_bits + b_bits)
+        a_chunks, b_chunks = -(-min(a_bits, width) // 16), -(-min(b_bits, width) // 16)
         total = None
-        for i in range(chunks):
-            for j in range(chunks - i):
+        for i in range(a_chunks):
+            for j in range(b_chunks):
+                if 16 * (i + j) >= width:
+                    continue
                 shift = 16 * (i + j)
                 keep = width - shift
                 ra, rb = self.signal(16, f"ma{i}{j}_"), self.signal(16, f"mb{i}{j}_")
@@ -213,13 +191,18 @@ class Datapath:
                 self.m.d.sync += part.eq(ra * rb)
                 term = part if shift == 0 else Cat(Const(0, shift), part)
                 total = term if total is None else total + term
-        return total[:width]
+        return total[:width] if total is not None else Const(0, 1)
 
     def combine(self, op: ir.Combiner, old, new, dtype):
         """`op(old, new)` as combinational logic (an accumulator update, a tree node)."""
-        a, b = ir.Param("%a", dtype), ir.Param("%b", dtype)
-        expr = ir.Binary(op.op, a, b, dtype) if op.expr is None else op.expr
-        return build_comb(self.m, expr, lambda n: {"%a": old, "%b": new}[n.name], self.extents, self.signal)
+        return combine(self.m, op, old, new, dtype, self.signal)
+
+
+def combine(m, op: ir.Combiner, old, new, dtype, new_signal):
+    """`op(old, new)` as combinational logic in `m`."""
+    a, b = ir.Param("%a", dtype), ir.Param("%b", dtype)
+    expr = ir.Binary(op.op, a, b, dtype) if op.expr is None else op.expr
+    return build_comb(m, expr, lambda n: {"%a": old, "%b": new}[n.name], {}, new_signal)
 
 
 def build_comb(m, expr, leaf, extents: dict, new_signal):
@@ -254,6 +237,10 @@ def compute(node, operands: list):
     if isinstance(node, ir.Select):
         c, a, b = operands
         return Mux(c, a, b)
+    if isinstance(node, ir.Table):
+        (index,) = operands
+        shape = range_shape(min(node.values), max(node.values))
+        return select([Const(v, shape) for v in node.values], index)
     if isinstance(node, ir.Unary):
         (a,) = operands
         if node.op == "neg":

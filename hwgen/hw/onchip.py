@@ -25,7 +25,7 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .datapath import dtype_shape
+from .datapath import dtype_shape, select
 
 
 def index_shapes(shape) -> list:
@@ -49,13 +49,6 @@ def write_port(shape, dtype, lanes: int) -> wiring.Signature:
             members[f"i{lane}_{d}"] = Out(s)
         members[f"d{lane}"] = Out(dtype_shape(dtype))
     return wiring.Signature(members)
-
-
-def select(values: list, index):
-    """values[index] as a multiplexer; the table is padded to a power of two so that every
-    index value selects something (a complete case, no latch, no lint warning)."""
-    width = max(1, (len(values) - 1).bit_length())
-    return Array(values + [values[-1]] * ((1 << width) - len(values)))[index]
 
 
 def lane_index(port, lane: int, ndim: int) -> list:

@@ -30,11 +30,13 @@ from amaranth.lib.wiring import In, Out
 
 from .. import ir
 from ..affine import to_affine
+from ..passes.memplan import affine_parts
 from ..errors import ScheduleError
-from ..loops import Pipe
+from ..loops import AppendWrite, GroupWrite, Pipe, write_exprs
 from . import timing as tm
 from .counters import all_at_end, next_values
 from .datapath import Datapath, dtype_shape
+from .groupmem import update_port
 from .onchip import read_port, write_port
 
 
@@ -58,7 +60,7 @@ def used_names(exprs) -> tuple:
 def pipe_exprs(pipe: Pipe) -> list:
     out = []
     for w in pipe.writes:
-        out += [w.value, *w.idx] + ([w.first] if w.first is not None else [])
+        out += write_exprs(w)
     return out
 
 
@@ -79,8 +81,8 @@ def _lanes(names, par: dict) -> list:
 
 def _par_used(idx, par: dict) -> tuple:
     used = set()
-    for e in idx:
-        for n, c in to_affine(e).terms:
+    for a in affine_parts(idx, par):
+        for n, c in a.terms:
             if n in par and c:
                 used.add(n)
     return tuple(sorted(used))
@@ -90,7 +92,9 @@ def _static_banks(idx, lanes, par: dict, plan) -> list | None:
     """Each lane's bank when it is the same in every iteration (None when it is not)."""
     if plan.kind != "sram":
         return None
-    affs = [to_affine(e) for e in idx]
+    if any(to_affine(e) is None and b > 1 for e, b in zip(idx, plan.banks)):
+        return None  # a data-dependent subscript along a banked dimension
+    affs = affine_parts(idx, par)
     for a, b in zip(affs, plan.banks):
         for n, c in a.terms:
             step = c * par[n] if n in par else c
@@ -120,6 +124,18 @@ def analyse(pipe: Pipe, plans: dict):
         reads.append(PortSpec(n.mem, names, lanes, _static_banks(n.idx, lanes, par, plans[n.mem.name])))
     writes, acc_reads, wplans = [], [], []
     for w in pipe.writes:
+        if isinstance(w, (GroupWrite, AppendWrite)):
+            if par:
+                raise ScheduleError("a group-by or filter pipe takes one element per cycle; remove par")
+            if isinstance(w, AppendWrite):
+                one = PortSpec(w.count, (), [()], None)
+                acc_reads.append(one)
+                writes.append(one)
+                writes.append(PortSpec(w.values, (), [(("item", k),) for k in range(len(w.items))], None))
+            exprs = write_exprs(w)
+            stage, _ = tm.place_at([timing.ready(e) for e in exprs], 2 + len(exprs) // 2)
+            wplans.append(tm.WritePlan([], stage))
+            continue
         names = _par_used(w.idx, par)
         lanes = _lanes(names, par)
         reduce_lanes = 1
@@ -176,6 +192,9 @@ class PipeUnit(wiring.Component):
             members[f"r{k}"] = Out(read_port(p.mem.shape, p.mem.dtype, len(p.lanes)))
         for k, p in enumerate(self.write_ports):
             members[f"w{k}"] = Out(write_port(p.mem.shape, p.mem.dtype, len(p.lanes)))
+        self.group_writes = [w for w in pipe.writes if isinstance(w, GroupWrite)]
+        for k, w in enumerate(self.group_writes):
+            members[f"g{k}"] = Out(update_port(w.group))
         super().__init__(members)
 
     @property
@@ -246,9 +265,19 @@ class PipeUnit(wiring.Component):
 
         dp = Datapath(m, self.timing, self.extents, leaf, static, read,
                       lambda mem: self.plans[mem.name].latency, self._deps(), name="n")
-        acc_port = len(self.read_nodes)
-        for k, (w, plan, spec) in enumerate(zip(self.pipe.writes, self.write_plans, self.write_ports)):
-            port = getattr(self, f"w{k}")
+        acc_port, k, group = len(self.read_nodes), 0, 0
+        for w, plan in zip(self.pipe.writes, self.write_plans):
+            if isinstance(w, GroupWrite):
+                self._group(m, dp, w, getattr(self, f"g{group}"), valid[L], L)
+                group += 1
+                continue
+            if isinstance(w, AppendWrite):
+                ports = (getattr(self, f"r{acc_port}"), getattr(self, f"w{k}"), getattr(self, f"w{k + 1}"))
+                self._append(m, dp, w, *ports, valid[L], L)
+                acc_port, k = acc_port + 1, k + 2
+                continue
+            spec, port = self.write_ports[k], getattr(self, f"w{k}")
+            k += 1
             old_port = None
             if w.op is not None:
                 old_port = getattr(self, f"r{acc_port}")
@@ -282,6 +311,26 @@ class PipeUnit(wiring.Component):
                     m.d.comb += getattr(port, f"i{pos}_{d}").eq(v)
                 m.d.comb += getattr(port, f"d{pos}").eq(value)
         return m
+
+    @staticmethod
+    def _group(m, dp: Datapath, w: GroupWrite, port, valid, L):
+        """Send each element's key and values to the group-by's memory (groupmem.py)."""
+        m.d.comb += [port.en.eq(valid), port.first.eq(dp.at(w.first, L)), port.key.eq(dp.at(w.key, L))]
+        m.d.comb += [getattr(port, f"v{c}").eq(dp.at(v, L)) for c, v in enumerate(w.values)]
+
+    @staticmethod
+    def _append(m, dp: Datapath, w: AppendWrite, count_r, count_w, values_w, valid, L):
+        """Compaction: the kept items of an element go to consecutive places from the count
+        (0 at the first element), and the count moves past them, in the same cycle."""
+        m.d.comb += count_r.i0_0.eq(0)
+        position = Mux(dp.at(w.first, L), 0, count_r.d0)
+        for k, (cond, item) in enumerate(zip(w.conds, w.items)):
+            keep = dp.at(cond, L)
+            m.d.comb += [getattr(values_w, f"en{k}").eq(valid & keep),
+                         getattr(values_w, f"i{k}_0").eq(position),
+                         getattr(values_w, f"d{k}").eq(dp.at(item, L))]
+            position = position + keep
+        m.d.comb += [count_w.en0.eq(valid), count_w.i0_0.eq(0), count_w.d0.eq(position)]
 
     @staticmethod
     def _forward(m, old, new, idx, early_idx, writing, name, depth: int):

@@ -30,10 +30,16 @@ def wide_mul(node) -> bool:
             and not isinstance(node.a, ir.Const) and not isinstance(node.b, ir.Const))
 
 
+ROM_MIN = 32  # tables of at least this many entries are ROMs (block RAM), read in 2 cycles
+
+
 def latency_of(node) -> int:
     """Registers an operation adds after its logic (0 for combinational ones). A multiplier
     registers its operands (they fan out to the DSP blocks of every lane), then its product;
-    a wide one also registers its partial products."""
+    a wide one also registers its partial products. A large table is a ROM: a synchronous
+    read, then an output register."""
+    if isinstance(node, ir.Table):
+        return 2 if len(node.values) >= ROM_MIN else 0
     if wide_mul(node):
         return 3
     if isinstance(node, ir.Binary) and node.op == "mul" and not _const_operand(node):
@@ -64,6 +70,8 @@ def op_cost(node) -> int:
         return 0 if node.op == "invert" else (3 if wide else 2)
     if isinstance(node, ir.Select):
         return 1
+    if isinstance(node, ir.Table):
+        return 0 if len(node.values) >= ROM_MIN else mux_cost(len(node.values)) + 1
     if isinstance(node, ir.Cast):
         return 1 if node.dtype.is_bool and not node.a.dtype.is_bool else 0
     return 0
@@ -143,7 +151,7 @@ def schedule(exprs, reads) -> Timing:
             lat, before, after = reads(node.mem)
             s, d = place_at([timing.ready(i) for i in node.idx], before, lat, after)
         elif latency_of(node):
-            s, d = place(timing, (node.a, node.b), 0, latency_of(node))
+            s, d = place(timing, ir.children(node), 0, latency_of(node))
         else:
             s, d = place(timing, _operands(node), op_cost(node))
         timing.stage[node] = s

@@ -10,6 +10,7 @@ Members (Verilog port names in brackets):
     arg_<p>: In             scalar parameter p (sampled at start)
     base_<a>: In(addr)      word address of array a in DRAM (sampled at start)
     res_<r>: Out            scalar result r (valid while done)
+    overflow_<g>: Out(1)    group-by g saw more distinct keys than its max_keys (valid while done)
     mem: Out(channel)       the DRAM channel [mem__rd_req__valid, ...], see memchannel.py
 
 Timing: the root controller starts the cycle after `start`; `done` rises the cycle after the
@@ -29,6 +30,7 @@ from . import memchannel
 from .control import MetaLoop, SeqLoop
 from .control import Parallel as ParallelUnit
 from .datapath import dtype_shape
+from .groupmem import ROLES, GroupMem
 from .onchip import OnChipMem
 from .pipe import PipeUnit, port_name
 from .transfer import LoadUnit, StoreUnit, static_banks
@@ -65,6 +67,8 @@ class KernelTop(wiring.Component):
             members[f"base_{d.name}"] = In(addr)
         for s in prog.scalar_outs:
             members[f"res_{s.name}"] = Out(dtype_shape(s.mem.dtype))
+        for g in prog.groups:
+            members[f"overflow_{g.name}"] = Out(1)
         self.tag_bits = memchannel.tag_bits_for(max(1, len(self.loads)))
         members["mem"] = Out(memchannel.channel(addr, self.word_bits, dram.words_per_cycle, self.tag_bits))
         super().__init__(members)
@@ -109,6 +113,14 @@ class KernelTop(wiring.Component):
             self.stores.append(unit)
             return self._node(ctrl, unit)
         raise TypeError(f"no hardware for {type(ctrl).__name__}")
+
+    def _group_writers(self) -> dict:
+        """Each group-by (loops.Group) -> (the pipe unit that fills it, its update port number)."""
+        out = {}
+        for unit in self.pipes:
+            for k, w in enumerate(unit.group_writes):
+                out[w.group] = (unit, k)
+        return out
 
     # ---------------------------------------------------------------- elaboration
 
@@ -158,6 +170,8 @@ class KernelTop(wiring.Component):
                     if ctrl.mem.shape == shape else None
                 entry = (unit.port, unit.lanes, static, buffer(ctrl.mem, stages))
                 ports[ctrl.mem.name]["w" if isinstance(unit, LoadUnit) else "r"].append(entry)
+                if isinstance(unit, StoreUnit) and ctrl.limit is not None:
+                    ports[ctrl.limit.mem.name]["r"].append((("limit", unit), 1, None, None))
             for k, child in enumerate(node.children):
                 inner_scope, inner_stages = scope, stages
                 if isinstance(unit, (SeqLoop, MetaLoop)):
@@ -173,18 +187,36 @@ class KernelTop(wiring.Component):
         for s in self.prog.scalar_outs:
             ports[s.mem.name]["r"].append((("result", s.name), 1, None, None))
 
+        def connect_read(iface, port, mem):
+            if not isinstance(iface, tuple):
+                wiring.connect(m, iface, port)
+                return
+            # a scalar result, or the limit of a store: element 0
+            m.d.comb += [getattr(port, f"i0_{d}").eq(0) for d in range(max(1, len(mem.shape)))]
+            kind, target = iface
+            m.d.comb += (getattr(self, f"res_{target}") if kind == "result" else target.limit).eq(port.d0)
+
+        for g, (pipe, k) in self._group_writers().items():
+            reads = {role: [lanes for _, lanes, _, _ in ports[getattr(g, role).name]["r"]] for role in ROLES}
+            block = GroupMem(g, reads)
+            m.submodules[f"mem_{g.name}"] = block
+            wiring.connect(m, getattr(pipe, f"g{k}"), block.upd)
+            m.d.comb += getattr(self, f"overflow_{g.name}").eq(block.overflow)
+            for role in ROLES:
+                mem = getattr(g, role)
+                for k, (iface, _, _, _) in enumerate(ports[mem.name]["r"]):
+                    connect_read(iface, getattr(block, f"{role}_r{k}"), mem)
+
         for mem in self.prog.mems:
             plan = self.plans[mem.name]
+            if plan.kind == "group":
+                continue
             reads, writes = ports[mem.name]["r"], ports[mem.name]["w"]
             block = OnChipMem(plan, [(lanes, st) for _, lanes, st, _ in reads], [(lanes, st) for _, lanes, st, _ in writes])
             m.submodules[f"mem_{mem.name}"] = block
             for k, (iface, _, _, buf) in enumerate(reads):
                 port = getattr(block, f"r{k}")
-                if isinstance(iface, tuple):  # a scalar result: read element 0 for the port
-                    m.d.comb += [getattr(port, f"i0_{d}").eq(0) for d in range(max(1, len(mem.shape)))]
-                    m.d.comb += getattr(self, f"res_{iface[1]}").eq(port.d0)
-                else:
-                    wiring.connect(m, iface, port)
+                connect_read(iface, port, mem)
                 if buf is not None:
                     m.d.comb += getattr(block, f"r{k}_buf").eq(buf)
             for k, (iface, _, _, buf) in enumerate(writes):

@@ -219,6 +219,9 @@ class StoreUnit(_TileUnit):
             "wr": Out(memchannel.write(addr_bits, words * word_bits, words)),
             "port": Out(read_port(mem.shape, mem.dtype, lanes_of(store.shape, words))),
         }
+        if store.limit is not None:  # elements from flat position `limit` on are sent as 0
+            assert len(store.shape) == 1 and mem.shape == store.shape, "a limited store is a whole 1-D memory"
+            members["limit"] = In(64)
         super().__init__(store.origin, store.dram.shape, store.shape, outer, words, word_bits, addr_bits, members)
 
     def elaborate(self, platform):
@@ -245,13 +248,24 @@ class StoreUnit(_TileUnit):
             meta[2].eq(Cat(*lane_ok, Const(0, W - len(lane_ok)))),
             meta[3].eq(walk.last()),
         ]
+        if self.store.limit is not None:  # which lanes carry data (not past the limit)
+            keep, position = Signal(self.lanes, name="f_keep"), Signal(64, name="position")
+            with m.If(start):
+                m.d.sync += position.eq(0)
+            with m.Elif(fetch):
+                m.d.sync += position.eq(position + W)
+            m.d.comb += keep.eq(Cat(*[position + lane < self.limit for lane in range(self.lanes)]))
+            meta = meta + (keep,)
         flight = [meta]
         for s in range(1, L + 1):
             regs = tuple(Signal.like(x, name=f"f{s}_{x.name[2:]}") for x in meta)
             m.d.sync += [a.eq(b) for a, b in zip(regs, flight[-1])]
             flight.append(regs)
-        arr_valid, arr_addr, arr_mask, arr_last = flight[-1]
-        words = [getattr(self.port, f"d{lane}").as_unsigned() for lane in range(self.lanes)]
+        arr_valid, arr_addr, arr_mask, arr_last = flight[-1][:4]
+        words = [getattr(self.port, f"d{lane}") for lane in range(self.lanes)]
+        if self.store.limit is not None:
+            words = [Mux(flight[-1][4][lane], w, 0) for lane, w in enumerate(words)]
+        words = [w.as_unsigned() for w in words]
         arr_data = Signal(W * wb)
         m.d.comb += arr_data.eq(Cat(*[Cat(w, Const(0, wb - len(w))) for w in words]))
         # a queue of L + 1 beats keeps one beat a cycle flowing while the channel may stall

@@ -17,12 +17,14 @@ Untiled indices have T = 1: the paper's baseline is the same structure with one-
 from __future__ import annotations
 
 import itertools
+import math
 
 from .. import ir
 from ..affine import Affine, to_affine
 from ..dtypes import bool_, int64
-from ..errors import ScheduleError
-from ..loops import Counter, Dram, Load, Loop, LoopProgram, Mem, Parallel, Pipe, ScalarOut, Store, Write, _expr_str
+from ..errors import ScheduleError, UnsupportedError
+from ..loops import (AppendWrite, Counter, Dram, Group, GroupWrite, Load, Loop, LoopProgram, Mem, Parallel,
+                     Pipe, ScalarOut, Store, Write, _expr_str)
 from ..program import Program
 from ..signature import raw_dtype
 from .fuse import fuse
@@ -44,6 +46,7 @@ class _Lowerer:
         self.mems: list[Mem] = []
         self.top: list = []
         self.hoisted: dict = {}
+        self.collected: dict = {}  # Collect -> Group, or (values, count) mems of a compaction
         self.local: dict[str, int] = {}  # local (in-tile) counter name -> extent
         self._ids = itertools.count()
         self.inputs = {p.name: Dram(p.name, raw_dtype(p.dtype), p.shape, "in") for p in program.params if p.is_array}
@@ -57,11 +60,24 @@ class _Lowerer:
                 dram = Dram(result.port.name, node.dtype, node.shape, "out")
                 drams.append(dram)
                 self.top.append(self.lower_map(dram, node))
+            elif isinstance(node, ir.MultiFold):
+                dram = Dram(result.port.name, node.dtype, node.shape, "out")
+                drams.append(dram)
+                acc = self.fold(node)
+                self.top.append(Store(acc, dram, tuple(ir.Const(0, int64) for _ in node.shape), node.shape))
+            elif isinstance(node, ir.Part):
+                dram = Dram(result.port.name, node.dtype, node.shape, "out")
+                drams.append(dram)
+                mem, count = self.collect_part(node)
+                limit = ir.MemRead(count, ()) if node.collect.kind == "append" else None
+                self.top.append(Store(mem, dram, tuple(ir.Const(0, int64) for _ in node.shape), node.shape, limit))
             else:
                 scalar_outs.append(ScalarOut(result.port.name, self.lower_scalar(node)))
         root = Loop((), tuple(self.top))
         params = tuple(p for p in self.program.params if not p.is_array)
-        return LoopProgram(self.program.name, params, tuple(drams), tuple(self.mems), tuple(scalar_outs), root)
+        groups = tuple(g for g in self.collected.values() if isinstance(g, Group))
+        return LoopProgram(self.program.name, params, tuple(drams), tuple(self.mems), tuple(scalar_outs), root,
+                           groups)
 
     # -------------------------------------------------------------- helpers
 
@@ -70,11 +86,12 @@ class _Lowerer:
         self.mems.append(mem)
         return mem
 
-    def split(self, dims) -> tuple:
-        """Strip-mine `dims`: (outer counters, local counters, name -> global index Expr)."""
+    def split(self, dims, whole: bool = False) -> tuple:
+        """Strip-mine `dims`: (outer counters, local counters, name -> global index Expr).
+        Untiled dims have tiles of 1, or of their whole extent when `whole`."""
         outer, local, sub = [], [], {}
         for d in dims:
-            t = self.tiles.get(d.name, 1)
+            t = self.tiles.get(d.name, d.extent if whole else 1)
             tiles = d.extent // t
             o = Counter(d.name if t == 1 else f"{d.name}.t", tiles) if tiles > 1 else None
             li = Counter(d.name if tiles == 1 else f"{d.name}.l", t, self.par.get(d.name, 1)) if t > 1 else None
@@ -160,12 +177,113 @@ class _Lowerer:
                 return found
             if isinstance(e, ir.Reduce):
                 out = self.lower_reduce(e, ctx_local, stages)
+            elif isinstance(e, ir.Read) and isinstance(e.src, ir.MultiFold):
+                acc = self.fold(e.src)  # computed once, before everything that reads it
+                out = ir.MemRead(acc, tuple(go(i) for i in e.idx), e.text)
+            elif isinstance(e, ir.Read) and isinstance(e.src, ir.Part):
+                mem, _ = self.collect_part(e.src)
+                out = ir.MemRead(mem, tuple(go(i) for i in e.idx), e.text)
+            elif isinstance(e, ir.Count):
+                out = ir.MemRead(self.collect_part(ir.Part(e.collect, "values"))[1], ())
             else:
                 out = ir.rebuild(e, go)
             memo[e] = out
             return out
 
         return go(expr)
+
+    FOLD_LIMIT = 1 << 16
+
+    def fold(self, node: ir.MultiFold) -> Mem:
+        """The on-chip accumulator of a multifold, computed by top-level stages (once)."""
+        found = self.hoisted.get(node)
+        if found is not None:
+            return found
+        if ir.free_indices(node):
+            raise UnsupportedError("a multifold that depends on an enclosing index is not supported; "
+                                   "make it a separate result", node.loc)
+        size = math.prod(node.shape)
+        if size > self.FOLD_LIMIT:
+            raise UnsupportedError(
+                f"a multifold accumulator lives on chip; {size} elements is more than the "
+                f"{self.FOLD_LIMIT} supported", node.loc)
+        acc = self.new_mem("fold", node.dtype, node.shape, "the accumulator of a multifold", node.loc)
+        self.init_fold(acc, node.init)
+        outer, local, sub = self.split(node.dims)
+        _, slices, ssub = self.split(node.sdims, whole=True)  # a slice is walked inside the pipe
+        sub = {**sub, **ssub}
+        stages: list = []
+        counters = local + slices
+        exprs = [self.extract(ir.subst_indices(e, sub), counters, stages) for e in node.idx + (node.value,)]
+        *idx, value = self.tile_reads_all(exprs, stages)
+        write = Write(acc, tuple(idx), value, node.op, ir.Const(0, bool_))
+        stages.append(Pipe(tuple(counters), (write,)))
+        self.top.extend([self.loop(outer, stages)] if outer else stages)
+        self.hoisted[node] = acc
+        return acc
+
+    def collect_part(self, part: ir.Part) -> tuple:
+        """(the memory holding `part`, the count memory) of a group-by or compaction."""
+        state = self.collect(part.collect)
+        if isinstance(state, Group):
+            return (state.keys if part.part == "keys" else state.values), state.count
+        return state
+
+    def collect(self, node: ir.Collect):
+        """The on-chip state of a group-by (a Group) or a compaction ((values, count) mems),
+        filled by top-level stages, once."""
+        found = self.collected.get(node)
+        if found is not None:
+            return found
+        if ir.free_indices(node):
+            raise UnsupportedError("a group-by, filter or flatmap inside another pattern is not supported; "
+                                   "make it a separate result", node.loc)
+        what = "hw.groupby_fold" if node.kind == "group" else "hw.filter / hw.flatmap"
+        for d in node.dims:
+            if self.par.get(d.name, 1) > 1:
+                raise ScheduleError(f"{what} takes one element per cycle; par on '{d.name}' is not "
+                                    f"supported", node.loc)
+        if node.capacity > self.FOLD_LIMIT:
+            raise UnsupportedError(f"{what} keeps its results on chip; {node.capacity} is more than "
+                                   f"the {self.FOLD_LIMIT} supported", node.loc)
+        count = self.new_mem("count", int64, (), "a count", node.loc)
+        if node.kind == "group":
+            part = ir.Part(node, "values")
+            keys = self.new_mem("keys", node.key.dtype, (node.capacity,), "the keys of a group-by", node.loc)
+            values = self.new_mem("groups", node.value_dtype, part.shape, "the values of a group-by", node.loc)
+            state = Group(f"group{len(self.collected)}", keys, values, count, node.op, node.capacity, node.loc)
+        else:
+            values = self.new_mem("kept", node.value_dtype, (node.capacity,), "the values kept by a filter", node.loc)
+            state = (values, count)
+        outer, local, sub = self.split(node.dims)
+        stages: list = []
+        key = [node.key] if node.key is not None else []
+        exprs = [self.extract(ir.subst_indices(e, sub), local, stages)
+                 for e in key + list(node.values) + list(node.conds)]
+        exprs = self.tile_reads_all(exprs, stages)
+        first = self.first_iteration(outer + local)
+        n_values = len(node.values)
+        if isinstance(state, Group):
+            write = GroupWrite(state, exprs[0], tuple(exprs[1:1 + n_values]), first)
+        else:
+            write = AppendWrite(values, count, tuple(exprs[n_values:]), tuple(exprs[:n_values]), first)
+        stages.append(Pipe(tuple(local), (write,)))
+        self.top.extend([self.loop(outer, stages)] if outer else stages)
+        self.collected[node] = state
+        return state
+
+    def init_fold(self, acc: Mem, init: ir.ArrayNode) -> None:
+        """Fill the accumulator with the multifold's starting array."""
+        if isinstance(init, ir.Input):
+            self.top.append(Load(self.inputs[init.name], acc, tuple(ir.Const(0, int64) for _ in init.shape)))
+            return
+        init = fuse(init)
+        outer, local, sub = self.split(init.dims, whole=True)
+        stages: list = []
+        body = self.extract(ir.subst_indices(init.body, sub), local, stages)
+        body = self.tile_reads(body, stages)
+        stages.append(Pipe(tuple(local), (Write(acc, self.local_index(init.dims, local), body),)))
+        self.top.extend(stages)
 
     def lower_reduce(self, r: ir.Reduce, ctx_local: list, stages: list) -> ir.Expr:
         free = ir.free_indices(r)
@@ -226,8 +344,13 @@ class _Lowerer:
 
     def tile_reads(self, expr: ir.Expr, stages: list) -> ir.Expr:
         """Replace reads of DRAM arrays by reads of tile copies; append their Load stage."""
+        return self.tile_reads_all([expr], stages)[0]
+
+    def tile_reads_all(self, exprs: list, stages: list) -> list:
+        """tile_reads for several expressions of one pipe (they share tiles)."""
         groups: dict = {}
-        reads = [n for n in ir.walk(expr) if isinstance(n, ir.Read)]
+        seen: set = set()
+        reads = [n for e in exprs for n in ir.walk(e, seen) if isinstance(n, ir.Read)]
         for rd in reads:
             outer_parts, local_parts = [], []
             for e in rd.idx:
@@ -238,7 +361,7 @@ class _Lowerer:
             key = (rd.src.name, tuple(outer_parts))
             groups.setdefault(key, []).append((rd, local_parts))
         if not groups:
-            return expr
+            return list(exprs)
         loads, mapping = [], {}
         for (name, outer_parts), members in groups.items():
             lows, highs = [], []
@@ -255,4 +378,5 @@ class _Lowerer:
                 text = rd.text or f"{name}[{', '.join(_expr_str(i) for i in rd.idx)}]"
                 mapping[rd] = ir.MemRead(mem, tuple((p + Affine.of({}, -lo)).to_expr() for p, lo in zip(lp, lows)), text)
         stages.append(loads[0] if len(loads) == 1 else Parallel(tuple(loads)))
-        return ir.transform(expr, lambda n: mapping.get(n) if isinstance(n, ir.Read) else None)
+        memo: dict = {}
+        return [ir.transform(e, lambda n: mapping.get(n) if isinstance(n, ir.Read) else None, memo) for e in exprs]

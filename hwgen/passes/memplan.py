@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from .. import ir
 from ..affine import to_affine
 from ..errors import ScheduleError
-from ..loops import Load, Loop, LoopProgram, Mem, Parallel, Pipe, Store, _expr_str
+from ..loops import AppendWrite, GroupWrite, Load, Loop, LoopProgram, Mem, Parallel, Pipe, Store, _expr_str, write_exprs
 
 REG_LIMIT = 4
 MAX_BANKS = 1024
@@ -57,7 +57,7 @@ class MemPlan:
     def latency(self) -> int:
         """Cycles from a read's address to its data (RAM: the read, its output register, then
         the bank multiplexer's register)."""
-        return 0 if self.kind == "regs" else 3
+        return 3 if self.kind == "sram" else 0
 
     @property
     def nbanks(self) -> int:
@@ -68,7 +68,7 @@ class MemPlan:
 
     def describe(self) -> dict:
         return {"name": self.mem.name, "holds": self.mem.label, "dtype": self.mem.dtype.name,
-                "shape": list(self.mem.shape), "kind": "registers" if self.kind == "regs" else "RAM",
+                "shape": list(self.mem.shape), "kind": {"regs": "registers", "sram": "RAM", "group": "content-addressed registers"}[self.kind],
                 "banks": list(self.banks), "buffers": self.depth}
 
 
@@ -78,11 +78,29 @@ def lane_values(counters) -> list:
     return [dict(zip((c.name for c in par), combo)) for combo in itertools.product(*(range(c.par) for c in par))]
 
 
+def affine_parts(idx, par: dict) -> list:
+    """Each subscript as an Affine; a data-dependent subscript (a multifold's target, say)
+    becomes Affine 0 for lane purposes, which is only right when no par counter feeds it."""
+    out = []
+    for e in idx:
+        aff = to_affine(e)
+        if aff is None:
+            lanes = sorted({n.name for n in ir.walk(e) if isinstance(n, ir.Index) and n.name in par})
+            if lanes:
+                raise ScheduleError(
+                    f"the data-dependent subscript {_expr_str(e)} changes with the parallel lanes of "
+                    f"{', '.join(lanes)}, so lanes could collide; parallelise another index"
+                )
+            aff = to_affine(ir.Const(0, e.dtype))
+        out.append(aff)
+    return out
+
+
 def lane_offsets(idx, counters) -> tuple:
     """(offsets, names): for each lane of an access (over the par counters its index uses),
     its offset along each dimension, and its (counter, lane offset) pairs."""
     par = {c.name: c.par for c in counters if c.par > 1}
-    affs = [to_affine(e) for e in idx]
+    affs = affine_parts(idx, par)
     used = sorted({n for a in affs for n, c in a.terms if n in par and c})
     lanes, names = [], []
     for combo in itertools.product(*(range(par[n]) for n in used)):
@@ -110,13 +128,18 @@ def collect(prog: LoopProgram, words: int) -> list:
                 go(c, path)
         elif isinstance(ctrl, Pipe):
             for w in ctrl.writes:
-                exprs = [w.value, *w.idx] + ([w.first] if w.first is not None else [])
-                for e in exprs:
-                    for n in ir.walk(e):
-                        if isinstance(n, ir.MemRead):
-                            lanes, names = lane_offsets(n.idx, ctrl.counters)
-                            text = f"the read {n.source or _expr_str(n)}"
-                            out.append(Access(n.mem, ctrl, path, False, lanes, text, names))
+                reads(ctrl, path, write_exprs(w))
+                if isinstance(w, GroupWrite):
+                    continue  # the group's memory takes the update itself
+                if isinstance(w, AppendWrite):
+                    one = ((),)
+                    text = f"the count {w.count.name}"
+                    out.append(Access(w.count, ctrl, path, False, one, text, ((),)))
+                    out.append(Access(w.count, ctrl, path, True, one, text, ((),)))
+                    lanes = tuple((k,) for k in range(len(w.items)))
+                    names = tuple((("item", k),) for k in range(len(w.items)))
+                    out.append(Access(w.values, ctrl, path, True, lanes, f"the appends to {w.values.name}", names))
+                    continue
                 target = f"the write to {w.mem.name}[{', '.join(_expr_str(i) for i in w.idx)}]"
                 lanes, names = lane_offsets(w.idx, ctrl.counters)
                 if w.op is not None:
@@ -129,6 +152,17 @@ def collect(prog: LoopProgram, words: int) -> list:
             names = tuple((("word", k),) for k in range(len(lanes)))
             out.append(Access(ctrl.mem, ctrl, path, isinstance(ctrl, Load), lanes,
                               f"the {'load' if isinstance(ctrl, Load) else 'store'} of '{ctrl.dram.name}'", names))
+            if isinstance(ctrl, Store) and ctrl.limit is not None:
+                reads(ctrl, path, [ctrl.limit])
+
+    def reads(ctrl, path, exprs):
+        counters = getattr(ctrl, "counters", ())
+        for e in exprs:
+            for n in ir.walk(e):
+                if isinstance(n, ir.MemRead):
+                    lanes, names = lane_offsets(n.idx, counters)
+                    text = f"the read {n.source or _expr_str(n)}"
+                    out.append(Access(n.mem, ctrl, path, False, lanes, text, names))
 
     go(prog.root, ())
     return out
@@ -171,9 +205,13 @@ def plan(prog: LoopProgram, words: int) -> dict:
     for a in accesses:
         by_mem[a.mem.name].append(a)
     plans = {}
+    grouped = {m.name for g in prog.groups for m in (g.keys, g.values, g.count)}
     for mem in prog.mems:
         acc = by_mem[mem.name]
         loc = mem.loc
+        if mem.name in grouped:  # registers inside the group-by's content-addressed memory
+            plans[mem.name] = MemPlan(mem, "group", tuple(1 for _ in mem.shape), 1, None, tuple(acc))
+            continue
         if mem.size <= REG_LIMIT:
             for a in acc:
                 _check_lanes(a, (), loc)

@@ -1,0 +1,71 @@
+"""Value ranges: exact bounds of an integer expression's value, by interval arithmetic.
+
+A node whose numpy result cannot wrap gets the bounds of its exact value; any other gets its
+dtype's range. The hardware sizes its signals from these bounds, and the tracer uses them to
+prove data-dependent indices stay inside an accumulator.
+"""
+
+from __future__ import annotations
+
+from . import ir
+
+
+def value_range(node, extents: dict, memo: dict | None = None) -> tuple:
+    """Exact bounds (lo, hi) of `node`'s value; `extents`: counter name -> extent."""
+    memo = {} if memo is None else memo
+    found = memo.get(node)
+    if found is not None:
+        return found
+    out = _range(node, extents, memo)
+    memo[node] = out
+    return out
+
+
+def _range(node, extents, memo):
+    dt = node.dtype
+    full = (dt.min, dt.max)
+    if isinstance(node, ir.Const):
+        return node.value, node.value
+    if isinstance(node, ir.Index):
+        return 0, extents[node.name] - 1
+    if isinstance(node, ir.Binary) and node.op in ir.COMPARE:
+        return 0, 1
+    if isinstance(node, ir.Cast):
+        if dt.is_bool:
+            return 0, 1
+        lo, hi = value_range(node.a, extents, memo)
+        return (lo, hi) if dt.fits(lo) and dt.fits(hi) else full
+    if isinstance(node, ir.Select):
+        a, b = value_range(node.a, extents, memo), value_range(node.b, extents, memo)
+        return min(a[0], b[0]), max(a[1], b[1])
+    if isinstance(node, ir.Table):
+        return min(node.values), max(node.values)
+    if isinstance(node, ir.Binary) and node.op == "and":
+        (alo, ahi), (blo, bhi) = value_range(node.a, extents, memo), value_range(node.b, extents, memo)
+        if alo >= 0 and blo >= 0:  # masking with a non-negative value bounds the result
+            return 0, min(ahi, bhi)
+        if blo >= 0 or alo >= 0:
+            return 0, bhi if blo >= 0 else ahi
+        return full
+    if isinstance(node, ir.Binary) and node.op in ("add", "sub", "mul", "max", "min"):
+        (alo, ahi), (blo, bhi) = value_range(node.a, extents, memo), value_range(node.b, extents, memo)
+        if node.op == "add":
+            lo, hi = alo + blo, ahi + bhi
+        elif node.op == "sub":
+            lo, hi = alo - bhi, ahi - blo
+        elif node.op == "mul":
+            p = (alo * blo, alo * bhi, ahi * blo, ahi * bhi)
+            lo, hi = min(p), max(p)
+        elif node.op == "max":
+            lo, hi = max(alo, blo), max(ahi, bhi)
+        else:
+            lo, hi = min(alo, blo), min(ahi, bhi)
+        return (lo, hi) if dt.fits(lo) and dt.fits(hi) else full
+    if isinstance(node, ir.Unary) and node.op in ("neg", "abs"):
+        lo, hi = value_range(node.a, extents, memo)
+        if node.op == "neg":
+            lo, hi = -hi, -lo
+        else:
+            lo, hi = (0 if lo <= 0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
+        return (lo, hi) if dt.fits(lo) and dt.fits(hi) else full
+    return full
