@@ -6,6 +6,9 @@ synthesized, written to docs/results.md with two pictures:
 
     .venv/bin/python benchmarks/bench.py [APP ...] [--no-synth]      (or: make bench)
 
+Rows are kept in docs/results.json; naming apps re-measures only those, and the page is
+rewritten from every kept row.
+
 Cycles and timelines come from Verilator; the baseline's cycles come from the cycle model,
 which matches simulation exactly for the baseline (see `make ablation`); LUT / FF / BRAM / DSP
 and Fmax come from Yosys and nextpnr for the ECP5-85k (the YoWASP builds; slow: minutes per app).
@@ -130,17 +133,21 @@ def timeline_chart(path: Path) -> None:
 def main(argv) -> int:
     synth = "--no-synth" not in argv
     names = [a for a in argv if not a.startswith("--")]
-    rows = []
+    DOCS.mkdir(exist_ok=True)
+    store = DOCS / "results.json"  # every app's last row: naming apps re-measures only those
+    saved = json.loads(store.read_text()) if store.exists() else {}
     for path in app_paths(names):
         row = measure(path, synth)
-        rows.append(row)
+        if not synth and "synth" in saved.get(path.stem, {}):
+            row["synth"] = saved[path.stem]["synth"]
+        saved[path.stem] = row
+        store.write_text(json.dumps(saved, indent=1, sort_keys=True) + "\n")
         print(json.dumps({k: v for k, v in row.items() if k != "synth"} | {"synth": {k: v for k, v in (row.get("synth") or {}).items() if k != "critical_path"}}), flush=True)
-    DOCS.mkdir(exist_ok=True)
+    rows = [saved[p.stem] for p in app_paths() if p.stem in saved]
     from hwgen import DramConfig
 
     roofline_chart(rows, DramConfig().words_per_cycle, DOCS / "roofline.png")
     timeline_chart(DOCS / "timeline.png")
-    text = (DOCS / "results.md").read_text() if (DOCS / "results.md").exists() and names else None
     page = [
         "# Results",
         "",
@@ -157,8 +164,7 @@ def main(argv) -> int:
         "![timeline](timeline.png)",
         "",
     ]
-    if text is None:
-        (DOCS / "results.md").write_text("\n".join(page))
+    (DOCS / "results.md").write_text("\n".join(page))
     print(table(rows))
     return 0
 

@@ -264,7 +264,7 @@ class Part(ArrayNode):
 
     @property
     def shape(self) -> tuple:
-        width = len(self.collect.values) if self.collect.kind == "group" else 1
+        width = len(self.collect.values) if self.collect.kind == "group" and self.part == "values" else 1
         return (self.collect.capacity,) if width == 1 else (self.collect.capacity, width)
 
 

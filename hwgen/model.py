@@ -1,15 +1,16 @@
 """The cycle model: predicted cycles per controller, and the roofline bound.
 
 Each formula restates the timing its hardware template documents (hw/*.py); simulation checks
-the sum. With the DRAM at its fixed latency the model is exact, except where loads in different
-stages of a metapipeline run at the same time and share the channel's one request per cycle
-(a map body that reads an array beside a nested reduction, say): then the model, which times
-each stage alone, comes out a few cycles short (under 2 % in the tests):
+the sum. With the DRAM at its fixed latency the model is exact, except where transfers in
+different stages of a metapipeline share the channel: the model bounds such a step by the sum of
+their beats, which is exact when they start together and a few cycles short otherwise:
 
     Pipe        iterations + latency + 1          (latency: the datapath's write stage)
     SeqLoop     1 + iterations * sum(stage + 1)
     MetaLoop    1 + sum over steps of (slowest stage in the step + 1);
-                iterations + stages - 1 steps, stage s busy in steps s .. s + iterations - 1
+                iterations + stages - 1 steps, stage s busy in steps s .. s + iterations - 1;
+                stages of one step that all move data share the channel: the step lasts at
+                least their read beats + DRAM latency + 3 (writes: their beats + 2)
     Parallel    max(children); loads in parallel share one request per cycle:
                 total beats + DRAM latency + 3
     Load        beats + DRAM latency + 3       (responses are registered once on the way in)
@@ -81,14 +82,35 @@ def predict(prog: LoopProgram, dram: DramConfig, plans: dict, names: dict | None
             durations = [k[0] for k in kids]
             if c.meta:
                 S = len(durations)
+                reads = [channel_beats(k, Load) for k in c.stages]
+                writes = [channel_beats(k, Store) for k in c.stages]
                 n = 1
                 for step in range(it + S - 1):
-                    n += max(durations[s] for s in range(S) if 0 <= step - s < it) + 1
+                    active = [s for s in range(S) if 0 <= step - s < it]
+                    slowest = max(durations[s] for s in active)
+                    # transfers in different stages share the channel's one request per cycle
+                    r = [reads[s] for s in active if reads[s]]
+                    w = [writes[s] for s in active if writes[s]]
+                    if len(r) > 1:
+                        slowest = max(slowest, sum(r) + dram.latency + 3)
+                    if len(w) > 1:
+                        slowest = max(slowest, sum(w) + 2)
+                    n += slowest + 1
             else:
                 n = 1 + it * sum(d + 1 for d in durations)
             return n, {"loop": [k.name for k in c.counters], "iterations": it,
                        "metapipeline": c.meta, "stages": [k[1] for k in kids], "cycles": n}
         raise TypeError(type(c).__name__)
+
+    def channel_beats(c, kind) -> int:
+        """DRAM beats that Loads (or Stores) of controller `c` move in one run of it."""
+        if isinstance(c, kind):
+            return beats_of(c.mem.shape if kind is Load else c.shape, dram.words_per_cycle)
+        if isinstance(c, Parallel):
+            return sum(channel_beats(k, kind) for k in c.children)
+        if isinstance(c, Loop):
+            return c.iterations * sum(channel_beats(k, kind) for k in c.stages)
+        return 0
 
     def named(c, trips):
         n, entry = cycles(c, trips)

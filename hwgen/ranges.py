@@ -11,7 +11,8 @@ from . import ir
 
 
 def value_range(node, extents: dict, memo: dict | None = None) -> tuple:
-    """Exact bounds (lo, hi) of `node`'s value; `extents`: counter name -> extent."""
+    """Exact bounds (lo, hi) of `node`'s value; `extents`: counter name -> extent (an index
+    missing from it may take any value of its dtype)."""
     memo = {} if memo is None else memo
     found = memo.get(node)
     if found is not None:
@@ -27,7 +28,11 @@ def _range(node, extents, memo):
     if isinstance(node, ir.Const):
         return node.value, node.value
     if isinstance(node, ir.Index):
-        return 0, extents[node.name] - 1
+        return (0, extents[node.name] - 1) if node.name in extents else full
+    if isinstance(node, ir.Binary) and node.op == "shl" and isinstance(node.b, ir.Const) and 0 <= node.b.value < 64:
+        lo, hi = value_range(node.a, extents, memo)
+        lo, hi = lo << node.b.value, hi << node.b.value
+        return (lo, hi) if dt.fits(lo) and dt.fits(hi) else full
     if isinstance(node, ir.Binary) and node.op in ir.COMPARE:
         return 0, 1
     if isinstance(node, ir.Cast):
@@ -40,6 +45,13 @@ def _range(node, extents, memo):
         return min(a[0], b[0]), max(a[1], b[1])
     if isinstance(node, ir.Table):
         return min(node.values), max(node.values)
+    if isinstance(node, ir.Binary) and node.op in ("floordiv", "mod") and isinstance(node.b, ir.Const) \
+            and node.b.value > 0:
+        lo, hi = value_range(node.a, extents, memo)
+        c = node.b.value
+        if node.op == "mod":  # floor remainder: from 0 to c - 1, or less when a's range is narrow
+            return (lo % c, hi % c) if lo // c == hi // c else (0, c - 1)
+        return lo // c, hi // c
     if isinstance(node, ir.Binary) and node.op == "and":
         (alo, ahi), (blo, bhi) = value_range(node.a, extents, memo), value_range(node.b, extents, memo)
         if alo >= 0 and blo >= 0:  # masking with a non-negative value bounds the result

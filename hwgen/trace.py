@@ -210,7 +210,9 @@ def const(value, loc=None) -> Val:
         raise TypeMismatchError(
             f"the float {value!r} cannot be used: hwgen has integer types only", loc
         )
-    raise TypeMismatchError(f"cannot use {value!r} (a {type(value).__name__}) in a kernel", loc)
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    raise TypeMismatchError(f"cannot use {text} (a {type(value).__name__}) here: expected a scalar", loc)
 
 
 def _meet(v: Val, dt: DType, what: str, compare: bool = False) -> ir.Expr:
@@ -873,7 +875,8 @@ def groupby_fold(domain, fn, op="+", max_keys=None):
     """For each index of `domain` in order, `fn(*idx)` returns `(key, value)`; values of equal
     keys are folded with `op`. Returns `(keys, values, count)`: the first `count` entries hold
     each distinct key and its folded value, in order of first appearance; the rest are 0.
-    `value` may be a 1-D array (several folds at once: `values` gets a column each). More than
+    `value` may be a tuple of scalars of one dtype or a 1-D array (several folds at once:
+    `values` gets a column each). More than
     `max_keys` distinct keys is a CapacityError (raised by the golden model and by simulation)."""
     shape = _domain(domain, "hw.groupby_fold")
     if isinstance(max_keys, bool) or not isinstance(max_keys, int) or not 1 <= max_keys <= MAX_KEYS:
@@ -893,6 +896,13 @@ def groupby_fold(domain, fn, op="+", max_keys=None):
             raise TraceError("hw.groupby_fold: a value must be a scalar or a 1-D array", loc)
         elems = [value.elem((const(c),)) for c in range(value.shape[0])]
         dtype = value.dtype
+    elif isinstance(value, tuple) and value:
+        elems = [const(v) for v in value]
+        strong = {e.dtype for e in elems if not e.weak}
+        if len(strong) > 1:
+            raise TypeMismatchError(f"hw.groupby_fold: the values of a tuple must share one dtype, got "
+                                    f"{', '.join(sorted(d.name for d in strong))}; convert with .astype(...)", loc)
+        dtype = strong.pop() if strong else elems[0].dtype
     else:
         elems, dtype = [value], const(value).dtype
     exprs = tuple(_strong(e, dtype) for e in elems)
@@ -992,7 +1002,8 @@ def _arg(arr, which: str) -> Val:
             f"at most 64 are supported"
         )
     trace = current(f"hw.arg{which}")
-    d = trace.fresh_dim(n)
+    own = isinstance(arr.node, ir.Map) and len(arr.node.dims) == 1
+    d = arr.node.dims[0] if own else trace.fresh_dim(n)  # keep a map's index name: schedules use it
     t = _index_val(d)
     v = arr.elem((t,))
     raw = Val(v.expr) if getattr(v, "fx", None) is not None else v

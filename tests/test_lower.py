@@ -6,10 +6,10 @@ import pytest
 
 from conftest import PATTERNS, load_pattern
 
-from hwgen import loop_interp
+from hwgen import ir, loop_interp
 from hwgen.loops import Load, Loop, Pipe, Store, walk
 from hwgen.passes.lower import lower
-from hwgen.signature import check_args
+from hwgen.signature import check_args, to_user
 
 
 def pipe_runs(prog) -> int:
@@ -27,16 +27,19 @@ def run_lowered(kernel, args, tiles, par=None, meta=False):
     prog = lower(kernel.program, tiles, par, meta)
     values = check_args(kernel.name, kernel.params, args)
     out = loop_interp.run(prog, values)
-    results = [out[p.name] for p in kernel.results]
+    results = [to_user(p, out[p.name]) for p in kernel.results]
     return results[0] if len(results) == 1 else tuple(results), prog
 
 
 def tilings(kernel):
-    """Tile every index of the kernel by each divisor of its extent up to 16."""
+    """Tile every index of the kernel by each divisor of its extent up to 16 (the slice of a
+    multifold always whole)."""
     ext = {n: e for n, e in kernel.program.extents.items() if not n.startswith("%")}
+    whole = {d.name: d.extent for r in kernel.program.results for n in ir.walk(r.node)
+             if isinstance(n, ir.MultiFold) for d in n.sdims}
     yield {}
     for size in (2, 4, 8, 16):
-        yield {n: size for n, e in ext.items() if e % size == 0}
+        yield {n: whole.get(n, size) for n, e in ext.items() if e % size == 0}
     yield {n: e for n, e in ext.items()}  # whole extents on chip
 
 

@@ -18,7 +18,8 @@ from amaranth.lib.memory import Memory
 
 from .. import ir
 from ..ranges import value_range
-from .timing import Timing, latency_of, wide_mul
+from . import divider
+from .timing import Timing, divider_bits, latency_of, wide_mul
 
 
 def dtype_shape(dtype) -> Shape:
@@ -148,12 +149,43 @@ class Datapath:
             self.m.d.sync += [h.eq(v) for h, v in zip(held, operands)]
             self.m.d.sync += out.eq(held[0] * held[1])
             return out
+        decided = self._decided(node, operands)
+        if decided is not None:  # the operands' ranges settle it: no logic (and no lint warning)
+            self.m.d.comb += out.eq(decided)
+            return out
+        bits = divider_bits(node)
+        if bits is not None:
+            divider.build(self.m, node.op, *operands, out, bits, self.signal)
+            return out
         value = compute(node, operands)
         if self._latency(node):
             self.m.d.sync += out.eq(value)
         else:
             self.m.d.comb += out.eq(value)
         return out
+
+    def _decided(self, node, operands):
+        """The value of a comparison, max or min that its operands' ranges decide, else None."""
+        if not isinstance(node, ir.Binary) or not (node.op in ir.COMPARE or node.op in ("max", "min")):
+            return None
+        (alo, ahi), (blo, bhi) = (value_range(c, self.extents, self._ranges) for c in (node.a, node.b))
+        a, b = operands
+        if node.op in ("max", "min"):
+            if ahi <= blo:
+                return b if node.op == "max" else a
+            if bhi <= alo:
+                return a if node.op == "max" else b
+            return None
+        outcome = {
+            "lt": True if ahi < blo else False if alo >= bhi else None,
+            "le": True if ahi <= blo else False if alo > bhi else None,
+            "gt": True if alo > bhi else False if ahi <= blo else None,
+            "ge": True if alo >= bhi else False if ahi < blo else None,
+            "eq": False if ahi < blo or bhi < alo else True if alo == ahi == blo == bhi else None,
+        }
+        outcome["ne"] = None if outcome["eq"] is None else not outcome["eq"]
+        found = outcome[node.op]
+        return None if found is None else Const(int(found), 1)
 
     def _rom(self, node, index, out):
         """A table as a ROM: read synchronously, then registered (two cycles)."""
@@ -246,7 +278,7 @@ def compute(node, operands: list):
         if node.op == "neg":
             return -a
         if node.op == "abs":
-            return Mux(a < 0, -a, a)
+            return Mux(a < 0, -a, a) if a.shape().signed else a
         return ~a if dt.is_bool else ~_fit(a, dt)
     a, b = operands
     name = node.op
@@ -296,7 +328,7 @@ def _shift(name: str, a, amount, dtype):
     big = amt >= width
     if name == "shl":
         return Mux(big, 0, (a << amt[:small_bits])[:width])
-    fill = Mux(a < 0, -1, 0) if dtype.signed else 0
+    fill = Mux(a < 0, -1, 0) if dtype.signed and a.shape().signed else 0
     return Mux(big, fill, a >> amt[:small_bits])
 
 

@@ -107,14 +107,12 @@ class Arbiter(wiring.Component):
         if n > 1:
             last = Signal(range(n), name=f"{kind}_last")
             with m.Switch(last):
-                for start in range(n):
-                    with m.Case(start):
+                for start in range(n):  # the last case is the default: a complete case
+                    with (m.Case(start) if start < n - 1 else m.Default()):
                         order = [(start + 1 + j) % n for j in range(n)]
                         for k in reversed(order):  # the first valid in `order` wins
                             with m.If(clients[k].valid):
                                 m.d.comb += grant.eq(k)
-                with m.Default():
-                    pass
             with m.If(out.valid & out.ready):
                 m.d.sync += last.eq(grant)
         m.d.comb += out.valid.eq(_any(c.valid for c in clients))

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import ir
+from ..ranges import value_range
 
 BUDGET = 4
 
@@ -33,13 +34,33 @@ def wide_mul(node) -> bool:
 ROM_MIN = 32  # tables of at least this many entries are ROMs (block RAM), read in 2 cycles
 
 
+def divider_bits(node) -> tuple | None:
+    """(quotient bits, divisor bits) of the pipelined divider for a `//` or `%` node, from the
+    magnitudes its operands can take; None when the divisor is a constant power of two (a
+    shift: one cycle)."""
+    if not (isinstance(node, ir.Binary) and node.op in ("floordiv", "mod")):
+        return None
+    b = node.b
+    if isinstance(b, ir.Const) and b.value > 0 and b.value & (b.value - 1) == 0:
+        return None
+
+    def magnitude_bits(e):
+        lo, hi = value_range(e, {})
+        return max(1, max(abs(lo), abs(hi)).bit_length())
+
+    return magnitude_bits(node.a), magnitude_bits(b)
+
+
 def latency_of(node) -> int:
     """Registers an operation adds after its logic (0 for combinational ones). A multiplier
     registers its operands (they fan out to the DSP blocks of every lane), then its product;
     a wide one also registers its partial products. A large table is a ROM: a synchronous
-    read, then an output register."""
+    read, then an output register. A division is a pipeline of one stage per quotient bit."""
     if isinstance(node, ir.Table):
         return 2 if len(node.values) >= ROM_MIN else 0
+    bits = divider_bits(node)
+    if bits is not None:  # operands registered, one quotient bit per stage, result registered
+        return bits[0] + 2
     if wide_mul(node):
         return 3
     if isinstance(node, ir.Binary) and node.op == "mul" and not _const_operand(node):

@@ -210,7 +210,12 @@ class _Lowerer:
         acc = self.new_mem("fold", node.dtype, node.shape, "the accumulator of a multifold", node.loc)
         self.init_fold(acc, node.init)
         outer, local, sub = self.split(node.dims)
-        _, slices, ssub = self.split(node.sdims, whole=True)  # a slice is walked inside the pipe
+        for d in node.sdims:  # a slice is walked inside the pipe, whole
+            if self.tiles.get(d.name, d.extent) != d.extent:
+                raise ScheduleError(
+                    f"index '{d.name}' walks a slice of a multifold's accumulator inside one pipe; "
+                    f"tile it by its whole extent ({d.extent}) or leave it out of the schedule", node.loc)
+        _, slices, ssub = self.split(node.sdims, whole=True)
         sub = {**sub, **ssub}
         stages: list = []
         counters = local + slices
@@ -370,13 +375,20 @@ class _Lowerer:
                 lows.append(min(lo for lo, _ in ranges))
                 highs.append(max(hi for _, hi in ranges))
             dram = self.inputs[name]
-            mem = self.new_mem(f"{name}_tile", dram.dtype, [h - lo + 1 for lo, h in zip(lows, highs)],
-                               f"the tile of '{name}'", members[0][0].loc)
+            # an earlier stage of this loop body that loaded the same tile shares it (N-buffered)
             origin = tuple((op + Affine.of({}, lo)).to_expr() for op, lo in zip(outer_parts, lows))
-            loads.append(Load(dram, mem, origin))
+            shape = tuple(h - lo + 1 for lo, h in zip(lows, highs))
+            earlier = [ld for st in stages for ld in (st.children if isinstance(st, Parallel) else (st,))
+                       if isinstance(ld, Load) and ld.dram == dram and ld.origin == origin and ld.mem.shape == shape]
+            if earlier:
+                mem = earlier[0].mem
+            else:
+                mem = self.new_mem(f"{name}_tile", dram.dtype, shape, f"the tile of '{name}'", members[0][0].loc)
+                loads.append(Load(dram, mem, origin))
             for rd, lp in members:
                 text = rd.text or f"{name}[{', '.join(_expr_str(i) for i in rd.idx)}]"
                 mapping[rd] = ir.MemRead(mem, tuple((p + Affine.of({}, -lo)).to_expr() for p, lo in zip(lp, lows)), text)
-        stages.append(loads[0] if len(loads) == 1 else Parallel(tuple(loads)))
+        if loads:
+            stages.append(loads[0] if len(loads) == 1 else Parallel(tuple(loads)))
         memo: dict = {}
         return [ir.transform(e, lambda n: mapping.get(n) if isinstance(n, ir.Read) else None, memo) for e in exprs]
