@@ -36,7 +36,7 @@ ablation: $(STAMP) ## the paper's ablation table: baseline, tiled, +metapipeline
 	$(BIN)/python benchmarks/ablation.py
 
 bench: $(STAMP) ## simulate and synthesize (ECP5-85k) every app: docs/results.md, roofline and timeline pictures (slow)
-	$(BIN)/python benchmarks/bench.py
+	$(BIN)/python benchmarks/bench.py --jobs=$(JOBS)
 
 clean: ## remove generated files in rtl_out/ and test caches; keeps .venv and the simulator cache
 	find rtl_out -mindepth 1 ! -name README.md -exec rm -rf {} +

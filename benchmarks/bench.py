@@ -4,7 +4,7 @@ synthesized, written to docs/results.md with two pictures:
 - docs/roofline.png: each app's throughput against the roofline of its lanes and the DRAM;
 - docs/timeline.png: when each stage of one metapipeline (dotproduct) is busy, from simulation.
 
-    .venv/bin/python benchmarks/bench.py [APP ...] [--no-synth]      (or: make bench)
+    .venv/bin/python benchmarks/bench.py [APP ...] [--no-synth] [--jobs=N]     (or: make bench)
 
 Rows are kept in docs/results.json; naming apps re-measures only those, and the page is
 rewritten from every kept row.
@@ -17,6 +17,7 @@ and Fmax come from Yosys and nextpnr for the ECP5-85k (the YoWASP builds; slow: 
 import json
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from common import ROOT, app_paths, load_app
@@ -130,19 +131,31 @@ def timeline_chart(path: Path) -> None:
     plt.close(fig)
 
 
+def _keep(row: dict, saved: dict, store: Path, synth: bool) -> None:
+    """Add a measured row to the kept rows (keeping an earlier synthesis with --no-synth)."""
+    app = row["app"]
+    if not synth and "synth" in saved.get(app, {}):
+        row["synth"] = saved[app]["synth"]
+    saved[app] = row
+    store.write_text(json.dumps(saved, indent=1, sort_keys=True) + "\n")
+    shown = {k: v for k, v in (row.get("synth") or {}).items() if k != "critical_path"}
+    print(json.dumps({k: v for k, v in row.items() if k != "synth"} | {"synth": shown}), flush=True)
+
+
 def main(argv) -> int:
     synth = "--no-synth" not in argv
     names = [a for a in argv if not a.startswith("--")]
     DOCS.mkdir(exist_ok=True)
     store = DOCS / "results.json"  # every app's last row: naming apps re-measures only those
     saved = json.loads(store.read_text()) if store.exists() else {}
-    for path in app_paths(names):
-        row = measure(path, synth)
-        if not synth and "synth" in saved.get(path.stem, {}):
-            row["synth"] = saved[path.stem]["synth"]
-        saved[path.stem] = row
-        store.write_text(json.dumps(saved, indent=1, sort_keys=True) + "\n")
-        print(json.dumps({k: v for k, v in row.items() if k != "synth"} | {"synth": {k: v for k, v in (row.get("synth") or {}).items() if k != "critical_path"}}), flush=True)
+    jobs = next((int(a.split("=", 1)[1]) for a in argv if a.startswith("--jobs=")), 1)
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        pending = [pool.submit(measure, path, synth) for path in app_paths(names)]
+        for done in as_completed(pending):
+            try:
+                _keep(done.result(), saved, store, synth)
+            except Exception as e:  # report it, keep the other apps' rows
+                print(f"error: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
     rows = [saved[p.stem] for p in app_paths() if p.stem in saved]
     from hwgen import DramConfig
 

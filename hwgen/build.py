@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 
 from . import loops
 from .dram import DramConfig
-from .emit import to_verilog, waivers
+from .verilog import to_verilog, waivers
 from .errors import HwgenError
+from .hw import device
 from .hw.top import KernelTop
 from .model import predict
 from .passes.hoist import hoist_loads
@@ -52,17 +53,20 @@ def loop_program(kernel) -> loops.LoopProgram:
     return hoist_loads(lower(kernel.program, s.tile, s.par, s.metapipeline), s.metapipeline)
 
 
-def elaborate(kernel, dram: DramConfig | None = None) -> Design:
+def elaborate(kernel, dram: DramConfig | None = None, target: str | None = None) -> Design:
+    """`target` ("ecp5") builds multipliers and block RAMs as that device's primitives (for
+    synthesis; see hw/device.py); None builds the generic design that simulates anywhere."""
     dram = dram or DramConfig()
     started = time.perf_counter()
     prog = loop_program(kernel)
     try:
-        top = KernelTop(prog, dram)
+        with device.primitives(target):
+            top = KernelTop(prog, dram)
+            text = to_verilog(top, kernel.name)
     except HwgenError as e:
         if e.loc is None:
             e.loc = kernel.schedule.loc
         raise
-    text = to_verilog(top, kernel.name)
     elapsed = time.perf_counter() - started
     report = make_report(kernel, dram, prog, top, elapsed)
     return Design(kernel, dram, prog, top, text, report)

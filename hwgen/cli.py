@@ -1,7 +1,7 @@
 """The `hwgen` command line.
 
     hwgen build APP.py [--kernel NAME] [--out DIR] [--show-ir]
-    hwgen sim   APP.py [--kernel NAME] [--seed S] [--waves] [--latency N] [--jitter N]
+    hwgen sim   APP.py [--kernel NAME] [--seed S] [--waves] [--latency N] [--jitter N] [--target ecp5]
     hwgen synth APP.py --target ice40|ecp5 [--device D] [--kernel NAME] [--freq MHZ]
 
 Every user mistake is printed as one line, `error: FILE:LINE: message`, with exit status 1.
@@ -44,6 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--waves", action="store_true", help="also write rtl_out/<kernel>/<kernel>.vcd")
     s.add_argument("--latency", type=int, default=DramConfig.latency, help="DRAM read latency in cycles")
     s.add_argument("--jitter", type=int, default=0, help="random extra DRAM latency, up to this many cycles")
+    s.add_argument("--target", choices=["ecp5"], help="simulate the netlist synthesis uses for this device "
+                   "(its DSP and block RAM primitives, on models of them)")
     y = sub.add_parser("synth", help="synthesize and place-and-route each kernel (Yosys, nextpnr): resources, Fmax")
     y.add_argument("app", metavar="APP.py")
     y.add_argument("--target", required=True, choices=["ice40", "ecp5"], help="FPGA family")
@@ -173,13 +175,14 @@ def cmd_sim(args) -> int:
                 raise CliError(f"inputs() returned a bad argument: {e.message}",
                                Loc(fn.__code__.co_filename, fn.__code__.co_firstlineno)) from None
         try:
-            r = k.verify(*inputs, waves=args.waves, dram=dram, seed=args.seed)
+            r = k.verify(*inputs, waves=args.waves, dram=dram, seed=args.seed, target=args.target)
         except MismatchError as e:
             print(f"FAIL {k.name}: {e.message}")
             status = 1
             continue
         err = 100 * r.prediction_error
-        print(f"PASS {k.name} ({source}): measured {r.cycles} cycles, predicted {r.predicted_cycles} "
+        netlist = f", {args.target} netlist" if args.target else ""
+        print(f"PASS {k.name} ({source}{netlist}): measured {r.cycles} cycles, predicted {r.predicted_cycles} "
               f"({err:+.1f} % of measured), roofline {r.roofline_cycles} (measured is "
               f"{100 * r.roofline_efficiency:.1f} % efficient); build {r.build_seconds:.1f} s, "
               f"simulation {r.sim_seconds:.1f} s")

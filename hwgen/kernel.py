@@ -68,17 +68,18 @@ class Kernel:
 
         return elaborate(self, dram=dram)
 
-    def simulate(self, *args, waves=False, dram=None, seed=None, monitor=None):
-        """Run the hardware in Verilator; returns a `SimResult` (see simulate.py)."""
+    def simulate(self, *args, waves=False, dram=None, seed=None, monitor=None, target=None):
+        """Run the hardware in Verilator; returns a `SimResult` (see simulate.py).
+        target="ecp5" runs the netlist that synthesis for ECP5 uses."""
         from .simulate import simulate
 
-        return simulate(self, args, waves=waves, dram=dram, seed=seed, monitor=monitor)
+        return simulate(self, args, waves=waves, dram=dram, seed=seed, monitor=monitor, target=target)
 
-    def verify(self, *args, waves=False, dram=None, seed=None):
+    def verify(self, *args, waves=False, dram=None, seed=None, target=None):
         """Simulate and compare every output with the golden model (raises MismatchError)."""
         from .simulate import verify
 
-        return verify(self, args, waves=waves, dram=dram, seed=seed)
+        return verify(self, args, waves=waves, dram=dram, seed=seed, target=target)
 
     def synthesize(self, target="ecp5", device=None, out_dir="rtl_out", freq=100.0, dram=None) -> dict:
         """Build, then synthesize and place-and-route with Yosys and nextpnr (see synth.py);

@@ -10,10 +10,11 @@ their beats, which is exact when they start together and a few cycles short othe
     MetaLoop    1 + sum over steps of (slowest stage in the step + 1);
                 iterations + stages - 1 steps, stage s busy in steps s .. s + iterations - 1;
                 stages of one step that all move data share the channel: the step lasts at
-                least their read beats + DRAM latency + 3 (writes: their beats + 2)
+                least their read beats + DRAM latency + 4 (writes: their beats + 2)
     Parallel    max(children); loads in parallel share one request per cycle:
-                total beats + DRAM latency + 3
-    Load        beats + DRAM latency + 3       (responses are registered once on the way in)
+                total beats + DRAM latency + 4
+    Load        beats + DRAM latency + 4       (responses are registered on the way in and
+                                               again before the tile memory)
     Store       beats + read latency of its memory + 2
     kernel      root + 1
 
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 
 from .dram import DramConfig
 from .hw.pipe import pipe_latency
-from .hw.transfer import beats_of
+from .hw.transfer import LOAD_EXTRA, beats_of
 from .loops import Load, Loop, LoopProgram, Parallel, Pipe, Store
 
 
@@ -62,7 +63,7 @@ def predict(prog: LoopProgram, dram: DramConfig, plans: dict, names: dict | None
                        "lanes": math.prod(k.par for k in c.counters), "latency": latency, "cycles": n}
         if isinstance(c, Load):
             beats = beats_of(c.mem.shape, dram.words_per_cycle)
-            n = beats + dram.latency + 3
+            n = beats + dram.latency + LOAD_EXTRA
             return n, {"load": c.dram.name, "beats": beats, "cycles": n}
         if isinstance(c, Store):
             beats = beats_of(c.shape, dram.words_per_cycle)
@@ -72,7 +73,7 @@ def predict(prog: LoopProgram, dram: DramConfig, plans: dict, names: dict | None
             kids = [named(k, trips) for k in c.children]
             if all(isinstance(k, Load) for k in c.children):
                 beats = sum(beats_of(k.mem.shape, dram.words_per_cycle) for k in c.children)
-                n = beats + dram.latency + 3
+                n = beats + dram.latency + LOAD_EXTRA
             else:
                 n = max(k[0] for k in kids)
             return n, {"parallel": [k[1] for k in kids], "cycles": n}
@@ -92,7 +93,7 @@ def predict(prog: LoopProgram, dram: DramConfig, plans: dict, names: dict | None
                     r = [reads[s] for s in active if reads[s]]
                     w = [writes[s] for s in active if writes[s]]
                     if len(r) > 1:
-                        slowest = max(slowest, sum(r) + dram.latency + 3)
+                        slowest = max(slowest, sum(r) + dram.latency + LOAD_EXTRA)
                     if len(w) > 1:
                         slowest = max(slowest, sum(w) + 2)
                     n += slowest + 1

@@ -11,7 +11,6 @@ for `done`: nothing runs per cycle outside Verilator.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 import time
@@ -24,11 +23,13 @@ from hwgen_sim import harness, runner
 
 from .build import elaborate
 from .dram import DramConfig
-from .errors import MismatchError, SimulationError, user_loc
+from .errors import HwgenError, MismatchError, SimulationError, user_loc
 from .loop_interp import overflow_error
 from .signature import check_args, to_user
 
 _DRAM_V = Path(harness.__file__).with_name("dram.v")
+# simulation models of the device primitives a target's netlist instantiates (hw/device.py)
+_CELLS_V = {"ecp5": Path(harness.__file__).with_name("ecp5_cells.v")}
 
 
 @dataclass
@@ -69,20 +70,26 @@ def _signed(bits: int, dtype):
 
 
 def simulate(kernel, args, waves: bool = False, dram: DramConfig | None = None, seed=None,
-             out_dir="rtl_out", monitor=None) -> SimResult:
+             out_dir="rtl_out", monitor=None, target: str | None = None) -> SimResult:
     """`monitor`: controller instance names (or True for all) whose runs to record in
-    `SimResult.timeline` as lists of (go cycle, done cycle), counted from start."""
+    `SimResult.timeline` as lists of (go cycle, done cycle), counted from start.
+    `target` ("ecp5"): simulate the netlist built for that device's synthesis (multipliers and
+    block RAMs as its primitives, run on models of them in sim/) instead of the generic one."""
     loc = user_loc()
     values = check_args(kernel.name, kernel.params, tuple(args))
     dram = dram or DramConfig()
+    if target is not None and target not in _CELLS_V:
+        raise HwgenError(f"unknown simulation target '{target}'; expected one of {', '.join(_CELLS_V)}", loc)
     t0 = time.perf_counter()
-    design = elaborate(kernel, dram)
+    design = elaborate(kernel, dram, target=target)
     layout = harness.Layout(design)
     sources = {
         f"{kernel.name}.v": design.verilog,
         "hwgen_tb.v": harness.tb_verilog(design),
         "hwgen_dram.v": _DRAM_V.read_text(),
     }
+    if target is not None:
+        sources[f"hwgen_{target}_cells.v"] = _CELLS_V[target].read_text()
     try:
         build_dir, hit = runner.build(sources, waves=waves)
     except runner.ToolError as e:
@@ -166,10 +173,11 @@ def simulate(kernel, args, waves: bool = False, dram: DramConfig | None = None, 
     )
 
 
-def verify(kernel, args, waves: bool = False, dram: DramConfig | None = None, seed=None) -> SimResult:
+def verify(kernel, args, waves: bool = False, dram: DramConfig | None = None, seed=None,
+           target: str | None = None) -> SimResult:
     loc = user_loc()
     expected = kernel(*args)
-    sim = simulate(kernel, args, waves=waves, dram=dram, seed=seed)
+    sim = simulate(kernel, args, waves=waves, dram=dram, seed=seed, target=target)
     want = expected if isinstance(expected, tuple) else (expected,)
     got = sim.outputs if isinstance(sim.outputs, tuple) else (sim.outputs,)
     for port, e, g in zip(kernel.results, want, got):

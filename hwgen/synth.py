@@ -3,7 +3,9 @@
 `synthesize(design, target, device)` synthesizes the kernel inside a small harness whose only
 pins are clk, rst, a serial input and a serial output: every kernel input comes from a shift
 register and every output is registered and folded into the serial output, so no logic is
-optimised away and no port needs a package pin. Resources are the kernel's own (Yosys counts
+optimised away and no port needs a package pin. For ECP5 the kernel is elaborated again with its
+multipliers and block RAMs as MULT18X18D and DP16KD blocks whose registers are inside the block
+(hw/device.py). The netlist synthesized is kept beside the logs as `synth-<target>/<kernel>.v`. Resources are the kernel's own (Yosys counts
 the kernel's module tree, without the harness); Fmax is nextpnr's for the whole design.
 
 A design larger than the device is a `FitError` naming the resource and how far over it is.
@@ -24,7 +26,9 @@ from pathlib import Path
 
 from amaranth.lib import wiring
 
+from .build import elaborate
 from .errors import HwgenError, SimulationError
+from .hw.device import TARGETS as PRIMITIVE_TARGETS
 
 
 class FitError(HwgenError):
@@ -192,7 +196,10 @@ def synthesize(design, target: str = "ecp5", device: str | None = None, freq: fl
     started = time.perf_counter()
     work = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix=f"hwgen-synth-{name}-"))
     work.mkdir(parents=True, exist_ok=True)
-    (work / f"{name}.v").write_text(design.verilog)
+    # the netlist to synthesize: multipliers and block RAMs as the device's primitives, for
+    # targets that have them (hw/device.py)
+    netlist = elaborate(design.kernel, design.dram, target=target).verilog if target in PRIMITIVE_TARGETS else design.verilog
+    (work / f"{name}.v").write_text(netlist)
     (work / "harness.v").write_text(harness(name, ports_of(design.component)))
     # ABC9 and `stat` abort in the WebAssembly build of Yosys; classic ABC maps as well, and
     # the cells are counted from the netlist below.
@@ -239,7 +246,7 @@ def synthesize_build(design, target: str, device: str | None, freq: float) -> di
         if keep.exists():
             shutil.rmtree(keep)
         keep.mkdir()
-        for name in ("yosys.log", "nextpnr.log", "pnr.json", "harness.v"):
+        for name in ("yosys.log", "nextpnr.log", "pnr.json", "harness.v", f"{design.name}.v"):
             if (work / name).exists():
                 shutil.copyfile(work / name, keep / name)
     finally:

@@ -21,7 +21,7 @@ def cndf(x):
     return hw.where(x < 0, tail, 1 - tail)
 
 
-@hw.kernel(tile={"i": 960}, par={"i": 2})
+@hw.kernel(tile={"i": 960})
 def blackscholes(spot: hw.Array[fx, N], strike: hw.Array[fx, N], rate: hw.Array[fx, N],
                  vol: hw.Array[fx, N], years: hw.Array[fx, N], is_put: hw.Array[hw.int32, N]) -> hw.Array[fx, N]:
     def price(i):

@@ -155,3 +155,16 @@ def test_groupby_overflow_is_flagged_by_the_hardware():
     with pytest.raises(hw.CapacityError) as e:
         groups.with_schedule(tile={"i": 16}).simulate(k, v)
     assert str(e.value).endswith("hw.groupby_fold saw more than max_keys=8 distinct keys; raise max_keys")
+
+
+def test_public_names_survive_importing_every_module():
+    """A submodule named like a public function (hwgen.emit was one) replaces the function
+    once something imports it."""
+    import importlib
+    import pkgutil
+    import types
+
+    for info in pkgutil.walk_packages(hw.__path__, "hwgen."):
+        importlib.import_module(info.name)
+    shadowed = [n for n in hw.__all__ if isinstance(getattr(hw, n), types.ModuleType)]
+    assert shadowed == []

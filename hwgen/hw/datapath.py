@@ -18,7 +18,7 @@ from amaranth.lib.memory import Memory
 
 from .. import ir
 from ..ranges import value_range
-from . import divider
+from . import divider, dsp
 from .timing import Timing, divider_bits, latency_of, wide_mul
 
 
@@ -145,9 +145,7 @@ class Datapath:
                 self.m.d.sync += out.eq(self._wide_mul(node, *operands, ranges))
                 return out
             # the operands are registered next to this lane's multiplier (DSP input registers)
-            held = [self.signal(v.shape(), "mo_") for v in operands]
-            self.m.d.sync += [h.eq(v) for h, v in zip(held, operands)]
-            self.m.d.sync += out.eq(held[0] * held[1])
+            dsp.multiply(self.m, *operands, out, self.signal)
             return out
         decided = self._decided(node, operands)
         if decided is not None:  # the operands' ranges settle it: no logic (and no lint warning)
@@ -199,29 +197,27 @@ class Datapath:
         return out
 
     def _wide_mul(self, node, a, b, ranges):
-        """The low bits of a * b from 16-bit partial products, one DSP block each: each block
-        gets its own operand registers and its own product register (fan-out one, so the
-        placer can keep them next to the block); the products are summed in the third cycle.
-        Operands known to be non-negative and narrow need fewer partial products."""
+        """The low bits of a * b from partial products of 16-bit chunks, one DSP block each
+        (hw/dsp.py: operands and product registered in the block), summed in the third cycle.
+        Each operand is cut into the chunks of its two's-complement value as its range needs:
+        the lower chunks unsigned, the top one signed when the operand can be negative, so an
+        int32 operand takes two chunks even in an int64 product."""
         width = node.dtype.bits
-        ua, ub = _fit(a, node.dtype).as_unsigned(), _fit(b, node.dtype).as_unsigned()
         (alo, ahi), (blo, bhi) = ranges
-        a_bits = ahi.bit_length() if alo >= 0 else width
-        b_bits = bhi.bit_length() if blo >= 0 else width
-        width = min(width, a_bits + b_bits)
-        a_chunks, b_chunks = -(-min(a_bits, width) // 16), -(-min(b_bits, width) // 16)
+        if alo >= 0 and blo >= 0:
+            width = min(width, ahi.bit_length() + bhi.bit_length())
+        chunks_a, chunks_b = _chunks(_fit(a, node.dtype), alo, ahi, width), _chunks(_fit(b, node.dtype), blo, bhi, width)
         total = None
-        for i in range(a_chunks):
-            for j in range(b_chunks):
-                if 16 * (i + j) >= width:
-                    continue
+        for i, ca in enumerate(chunks_a):
+            for j, cb in enumerate(chunks_b):
                 shift = 16 * (i + j)
+                if shift >= width:
+                    continue
                 keep = width - shift
-                ra, rb = self.signal(16, f"ma{i}{j}_"), self.signal(16, f"mb{i}{j}_")
-                self.m.d.sync += [ra.eq(ua[16 * i:16 * i + 16]), rb.eq(ub[16 * j:16 * j + 16])]
-                part = self.signal(keep, f"pp{i}{j}_")
-                self.m.d.sync += part.eq(ra * rb)
-                term = part if shift == 0 else Cat(Const(0, shift), part)
+                signed_part = ca.shape().signed or cb.shape().signed
+                part = self.signal(signed(keep) if signed_part else unsigned(keep), f"pp{i}{j}_")
+                dsp.multiply(self.m, ca, cb, part, self.signal)
+                term = part.as_unsigned() if shift == 0 else Cat(Const(0, shift), part)
                 total = term if total is None else total + term
         return total[:width] if total is not None else Const(0, 1)
 
@@ -311,6 +307,22 @@ def _fit(value, dtype):
     width = shape.width
     bits = value[:width] if len(value) >= width else _extend(value, width)
     return bits.as_signed() if shape.signed else bits.as_unsigned()
+
+
+def _chunks(value, lo: int, hi: int, width: int) -> list:
+    """`value` (in [lo, hi], wrapped to `width` bits) as 16-bit chunks from the lowest: all
+    unsigned, but the top one signed when the value can be negative."""
+    if lo >= 0:
+        bits = max(1, hi.bit_length())
+    else:
+        bits = max((-lo - 1).bit_length(), hi.bit_length()) + 1
+    bits = min(bits, width)
+    out = []
+    for base in range(0, bits, 16):
+        top = min(base + 16, bits)
+        chunk = value[base:top]
+        out.append(chunk.as_signed() if lo < 0 and top == bits else chunk.as_unsigned())
+    return out
 
 
 def _extend(value, width):

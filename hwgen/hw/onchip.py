@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import itertools
 
-from amaranth.hdl import Array, Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from .bram import BlockRam
 from .datapath import dtype_shape, select
 
 
@@ -53,6 +53,14 @@ def write_port(shape, dtype, lanes: int) -> wiring.Signature:
 
 def lane_index(port, lane: int, ndim: int) -> list:
     return [getattr(port, f"i{lane}_{d}") for d in range(max(1, ndim))]
+
+
+def one_of(values: list):
+    """The OR of `values`, of which at most one is non-zero (0 for none)."""
+    out = None
+    for v in values:
+        out = v if out is None else out | v
+    return 0 if out is None else out
 
 
 class OnChipMem(wiring.Component):
@@ -144,11 +152,8 @@ class OnChipMem(wiring.Component):
         bank_ids = list(itertools.product(*(range(b) for b in banks)))
         flat_bank = {b: k for k, b in enumerate(bank_ids)}
         # one RAM per bank; the N buffers of a bank sit one above the other in it
-        rams = {}
-        for b in bank_ids:
-            ram = Memory(shape=dtype_shape(mem.dtype), depth=depth * plan.depth, init=[])
-            m.submodules["ram_" + "_".join(map(str, b))] = ram
-            rams[b] = ram
+        rams = {b: BlockRam(dtype_shape(mem.dtype), depth * plan.depth, len(self._reads), "ram_" + "_".join(map(str, b)))
+                for b in bank_ids}
         count = [0]
 
         def split(port, lane, buf):
@@ -169,10 +174,12 @@ class OnChipMem(wiring.Component):
             m.d.comb += [bank_sig.eq(number), addr_sig.eq(offset)]
             return bank_sig, addr_sig
 
-        # writes: each lane's request goes to the bank it addresses
-        write_ports = {b: ram.write_port() for b, ram in rams.items()}
-        for wp in write_ports.values():
-            m.d.comb += wp.en.eq(0)
+        # writes: each lane's request goes to the bank it addresses. At most one request
+        # reaches a bank in a cycle (the planner lets one stage at a time write a memory,
+        # passes.memplan._buffering, and gives a port's lanes distinct banks), so each bank
+        # ORs its requests, each gated by its hit: an AND-OR multiplexer, shallower than a
+        # chain of priority multiplexers
+        requests = {b: [] for b in rams}
         for k, (lanes, static) in enumerate(self._writes):
             port = getattr(self, f"w{k}")
             buf = self._buf(m, f"w{k}")
@@ -181,12 +188,15 @@ class OnChipMem(wiring.Component):
                 en = getattr(port, f"en{lane}")
                 data = getattr(port, f"d{lane}")
                 fixed = static[lane] if static else None
-                for b, wp in write_ports.items():
+                for b in rams:
                     if fixed is not None and tuple(fixed) != b:
                         continue
                     hit = en if fixed is not None else en & (bank == flat_bank[b])
-                    with m.If(hit):
-                        m.d.comb += [wp.en.eq(1), wp.addr.eq(addr), wp.data.eq(data)]
+                    requests[b].append((hit, addr, data.as_unsigned()))
+        for b, ram in rams.items():
+            m.d.comb += [ram.w_en.eq(one_of([hit for hit, _, _ in requests[b]])),
+                         ram.w_addr.eq(one_of([Mux(hit, addr, 0) for hit, addr, _ in requests[b]])),
+                         ram.w_data.eq(one_of([Mux(hit, data, 0) for hit, _, data in requests[b]]))]
 
         # reads: per vector port, each bank reads for the lane that addresses it
         for k, (lanes, static) in enumerate(self._reads):
@@ -195,19 +205,14 @@ class OnChipMem(wiring.Component):
             splits = [split(port, lane, buf) for lane in range(lanes)]
             data = {}
             for b, ram in rams.items():
-                rp = ram.read_port(transparent_for=())
-                m.d.comb += rp.en.eq(1)
+                raddr = ram.r_addr[k]
                 users = [lane for lane in range(lanes) if not static or static[lane] is None or tuple(static[lane]) == b]
                 if len(users) == 1 and static and static[users[0]] is not None:
-                    m.d.comb += rp.addr.eq(splits[users[0]][1])
-                else:
-                    for lane in users:
-                        with m.If(splits[lane][0] == flat_bank[b]):
-                            m.d.comb += rp.addr.eq(splits[lane][1])
-                # the RAM's output register (DP16KD's OUTREG): data two cycles after the address
-                held = Signal.like(rp.data, name=f"r{k}_q_" + "_".join(map(str, b)))
-                m.d.sync += held.eq(rp.data)
-                data[b] = held
+                    m.d.comb += raddr.eq(splits[users[0]][1])
+                else:  # the planner gives a bank to at most one lane of a port
+                    m.d.comb += raddr.eq(one_of([Mux(splits[lane][0] == flat_bank[b], splits[lane][1], 0)
+                                                 for lane in users]))
+                data[b] = ram.r_data[k]  # two cycles after the address (read, output register)
             for lane in range(lanes):
                 fixed = static[lane] if static else None
                 if fixed is not None:
@@ -219,3 +224,5 @@ class OnChipMem(wiring.Component):
                     value = select([data[b] for b in bank_ids], sel_q)
                 # registered after the bank multiplexer: the data leave on a flip-flop
                 m.d.sync += getattr(port, f"d{lane}").eq(value)
+        for ram in rams.values():
+            ram.elaborate_into(m)

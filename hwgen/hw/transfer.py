@@ -6,8 +6,10 @@ to `words` words, one beat request per cycle while the channel accepts them: a b
 
 Both first spend two cycles on the tile's DRAM address (products, then their sum).
 Load timing: `go` in t0; beat requests from t0 + 2 (one per cycle when granted); each response
-arrives `latency` + 1 cycles after its request (the arbiter registers it) and is written to the
-tile; `done` pulses the cycle after the last response. Uncontended: `beats + latency + 3`.
+arrives `latency` + 1 cycles after its request (the arbiter registers it), is registered again
+(so the tile memory's bank multiplexers start from flip-flops) and written to the tile the
+cycle after; `done` pulses the cycle after that write. Uncontended: `beats + latency +
+LOAD_EXTRA` (4).
 Store timing: the tile is read one beat per cycle from t0 + 2 (`read latency` 0 for registers,
 2 for RAM) and sent through a queue of read latency + 1 beats; `done` pulses the cycle after the
 last beat is accepted. Uncontended: `beats + read latency + 2` cycles.
@@ -29,6 +31,9 @@ from .counters import all_at_end, next_values
 from .datapath import build_comb
 from .onchip import read_port, write_port
 from .pipe import port_name, used_names
+
+
+LOAD_EXTRA = 4  # a load's cycles beyond its beats and the DRAM latency
 
 
 def beats_of(shape, words: int) -> int:
@@ -150,13 +155,15 @@ class _TileUnit(wiring.Component):
         m.d.comb += origin.eq(total)
         return start, origin
 
-    def set_index(self, m, port, lane: int, idx) -> None:
-        """Drive a lane's memory index; a memory may drop the tile's unit axes (a stored
-        accumulator of shape (16,) for a (16, 1) tile, a scalar for a (1,) tile)."""
+    def set_index(self, m, port, lane: int, idx, domain=None) -> None:
+        """Drive a lane's memory index (combinationally, or in `domain`); a memory may drop
+        the tile's unit axes (a stored accumulator of shape (16,) for a (16, 1) tile, a
+        scalar for a (1,) tile)."""
         if self.mem_shape != self._tile_shape:
             idx = [v for v, n in zip(idx, self._tile_shape) if n > 1]
+        domain = m.d.comb if domain is None else domain
         for d, v in enumerate(idx or [Const(0, 1)]):
-            m.d.comb += getattr(port, f"i{lane}_{d}").eq(v)
+            domain += getattr(port, f"i{lane}_{d}").eq(v)
 
 
 class LoadUnit(_TileUnit):
@@ -193,16 +200,17 @@ class LoadUnit(_TileUnit):
         m.d.comb += self.rd_resp.ready.eq(1)
         bits = self.load.mem.dtype.bits
         arriving = receiving & self.rd_resp.valid
-        for lane in range(self.lanes):
+        for lane in range(self.lanes):  # each response is written the cycle after it arrives
             idx, inside = resp.lane_index(lane)
             word = self.rd_resp.data[lane * self._word_bits:lane * self._word_bits + bits]
-            m.d.comb += [getattr(self.port, f"en{lane}").eq(arriving & inside), getattr(self.port, f"d{lane}").eq(word)]
-            self.set_index(m, self.port, lane, idx)
-        m.d.sync += self.done.eq(0)
+            m.d.sync += [getattr(self.port, f"en{lane}").eq(arriving & inside), getattr(self.port, f"d{lane}").eq(word)]
+            self.set_index(m, self.port, lane, idx, m.d.sync)
+        last_written = Signal()
+        m.d.sync += [last_written.eq(0), self.done.eq(last_written)]
         with m.If(arriving):
             resp.step(m)
             with m.If(resp.last()):
-                m.d.sync += [receiving.eq(0), self.done.eq(1)]
+                m.d.sync += [receiving.eq(0), last_written.eq(1)]
         return m
 
 

@@ -2,8 +2,9 @@
 access.
 
 - kind: memories of at most REG_LIMIT elements are registers (any number of ports, reads in
-  the same cycle); larger ones are SRAM, read one cycle after the address (Yosys maps it to
-  LUT RAM or block RAM, whichever is cheaper).
+  the same cycle); larger ones are SRAM, read one cycle after the address (hw/bram.py: Yosys
+  maps it to LUT RAM or block RAM, whichever is cheaper, unless the ECP5 netlist instantiates
+  block RAM itself).
 - banks: an SRAM is split cyclically along each dimension d into banks[d] banks (element
   idx lives in bank (idx[d] % banks[d])_d), so that the lanes of a parallel access, and the
   words of a DRAM beat, reach different banks in the same cycle.

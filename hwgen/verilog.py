@@ -59,6 +59,6 @@ _ZERO_INIT = re.compile(r"\n  initial begin\n(?:    [^\n=]+\[\d+\] = \d+'[bdh]0+
 
 
 def waivers(name: str) -> str:
-    lines = ["`verilator_config", f"// Lint waivers for the generated {name}.v (see hwgen/emit.py for why)."]
+    lines = ["`verilator_config", f"// Lint waivers for the generated {name}.v (see hwgen/verilog.py for why)."]
     lines += [f'lint_off -rule {rule} -file "*{name}.v"' for rule in WAIVED]
     return "\n".join(lines) + "\n"
