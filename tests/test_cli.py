@@ -144,3 +144,9 @@ def inputs(seed=0):
     assert err == (f"error: {show_path(bad)}:{line}: inputs() returned a bad argument: argument 'x' of "
                    f"kernel 'double': expected an int16 array of shape (8,), got an int16 array of "
                    f"shape (4,)\n")
+
+
+def test_sim_rejects_a_target_without_primitives(capsys, tmp_path):
+    path = write(tmp_path, "good.py", GOOD)
+    code, _, err = run(["sim", path, "--target", "ice40"], capsys)
+    assert code == 1 and err == "error: argument --target: invalid choice: 'ice40' (choose from 'ecp5')\n"
