@@ -4,10 +4,11 @@ synthesized, written to docs/results.md with two pictures:
 - docs/roofline.png: each app's throughput against the roofline of its lanes and the DRAM;
 - docs/timeline.png: when each stage of one metapipeline (dotproduct) is busy, from simulation.
 
-    .venv/bin/python benchmarks/bench.py [APP ...] [--no-synth] [--jobs=N]     (or: make bench)
+    .venv/bin/python benchmarks/bench.py [APP ...] [--no-synth] [--jobs=N] [--page-only]
+    (or: make bench)
 
 Rows are kept in docs/results.json; naming apps re-measures only those, and the page is
-rewritten from every kept row.
+rewritten from every kept row (`--page-only`: only that).
 
 Cycles and timelines come from Verilator; the baseline's cycles come from the cycle model,
 which matches simulation exactly for the baseline (see `make ablation`); LUT / FF / BRAM / DSP
@@ -149,8 +150,9 @@ def main(argv) -> int:
     store = DOCS / "results.json"  # every app's last row: naming apps re-measures only those
     saved = json.loads(store.read_text()) if store.exists() else {}
     jobs = next((int(a.split("=", 1)[1]) for a in argv if a.startswith("--jobs=")), 1)
+    todo = [] if "--page-only" in argv else app_paths(names)
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        pending = [pool.submit(measure, path, synth) for path in app_paths(names)]
+        pending = [pool.submit(measure, path, synth) for path in todo]
         for done in as_completed(pending):
             try:
                 _keep(done.result(), saved, store, synth)
@@ -169,9 +171,8 @@ def main(argv) -> int:
         "speedup against the paper's baseline (no tiling, no metapipelining, one lane; its cycles",
         "from the cycle model, exact for the baseline, see `make ablation`); resources and Fmax from",
         "Yosys and nextpnr for the ECP5-85k (LFE5U-85F, CABGA381) at a 100 MHz target, on the ECP5",
-        "netlist (DSP and block RAM primitives, see the README's Synthesis section). A `-` in those",
-        "columns: not synthesized yet (place-and-route of the larger apps takes over 25 minutes in",
-        "the WebAssembly nextpnr; `bench.py APP` adds one).",
+        "netlist (DSP and block RAM primitives, see the README's Synthesis section), nextpnr's",
+        "default router; speed grade 6. A `-` in those columns: not synthesized.",
         "",
         table(rows),
         "",

@@ -10,12 +10,12 @@ their beats, which is exact when they start together and a few cycles short othe
     MetaLoop    1 + sum over steps of (slowest stage in the step + 1);
                 iterations + stages - 1 steps, stage s busy in steps s .. s + iterations - 1;
                 stages of one step that all move data share the channel: the step lasts at
-                least their read beats + DRAM latency + 4 (writes: their beats + 2)
+                least their read beats + DRAM latency + 4 (writes: their beats + 3)
     Parallel    max(children); loads in parallel share one request per cycle:
                 total beats + DRAM latency + 4
     Load        beats + DRAM latency + 4       (responses are registered on the way in and
                                                again before the tile memory)
-    Store       beats + read latency of its memory + 2
+    Store       beats + read latency of its memory + 3
     kernel      root + 1
 
 Roofline: max(compute bound, memory bound), where the compute bound is the busiest pipe's total
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from .dram import DramConfig
 from .hw.pipe import pipe_latency
-from .hw.transfer import LOAD_EXTRA, beats_of
+from .hw.transfer import LOAD_EXTRA, STORE_EXTRA, beats_of
 from .loops import Load, Loop, LoopProgram, Parallel, Pipe, Store
 
 
@@ -67,7 +67,7 @@ def predict(prog: LoopProgram, dram: DramConfig, plans: dict, names: dict | None
             return n, {"load": c.dram.name, "beats": beats, "cycles": n}
         if isinstance(c, Store):
             beats = beats_of(c.shape, dram.words_per_cycle)
-            n = beats + plans[c.mem.name].latency + 2
+            n = beats + plans[c.mem.name].latency + STORE_EXTRA
             return n, {"store": c.dram.name, "beats": beats, "cycles": n}
         if isinstance(c, Parallel):
             kids = [named(k, trips) for k in c.children]
@@ -95,7 +95,7 @@ def predict(prog: LoopProgram, dram: DramConfig, plans: dict, names: dict | None
                     if len(r) > 1:
                         slowest = max(slowest, sum(r) + dram.latency + LOAD_EXTRA)
                     if len(w) > 1:
-                        slowest = max(slowest, sum(w) + 2)
+                        slowest = max(slowest, sum(w) + STORE_EXTRA)
                     n += slowest + 1
             else:
                 n = 1 + it * sum(d + 1 for d in durations)

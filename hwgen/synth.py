@@ -188,8 +188,10 @@ def _check_fit(kernel_name: str, used: dict, device: Device, loc=None) -> None:
 
 
 def synthesize(design, target: str = "ecp5", device: str | None = None, freq: float = 100.0,
-               work_dir: str | None = None, seed: int = 1) -> dict:
-    """Synthesize and place-and-route a built design; returns the resources and Fmax."""
+               work_dir: str | None = None, seed: int = 1, pnr_options: tuple = ()) -> dict:
+    """Synthesize and place-and-route a built design; returns the resources and Fmax.
+    `freq`: nextpnr's clock target in MHz; `pnr_options`: more nextpnr arguments (for example
+    ("--router", "router2", "--tmg-ripup"): faster on large designs, stops at the target)."""
     dev = device_for(target, device)
     spec = TARGETS[target]
     name = design.name
@@ -213,7 +215,7 @@ def synthesize(design, target: str = "ecp5", device: str | None = None, freq: fl
     used = _count(json.loads((work / "synth.json").read_text()), name, target)
     _check_fit(name, used, dev, getattr(design.kernel.schedule, "loc", None))
     _run([_tool(spec["nextpnr"]), *dev.nextpnr_args, "--json", "synth.json", "--freq", str(freq),
-          "--timing-allow-fail", "--seed", str(seed), "--report", "pnr.json", "-q"],
+          "--timing-allow-fail", "--seed", str(seed), "--report", "pnr.json", *pnr_options],
          work, work / "nextpnr.log")
     report = json.loads((work / "pnr.json").read_text())
     fmax = min((v["achieved"] for v in report.get("fmax", {}).values()), default=None)

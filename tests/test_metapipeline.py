@@ -94,3 +94,19 @@ def test_accumulator_in_ram_updated_every_cycle():
     kinds = {m["holds"]: m["kind"] for m in r.design.report["memories"]}
     assert kinds["the accumulator of a reduction"] == "RAM"
     assert r.cycles == r.predicted_cycles
+
+
+@pytest.mark.parametrize("groups", [2, 3, 4, 5])
+def test_accumulator_element_revisited_within_the_forwarding_window(groups):
+    """Each lane comes back to its accumulator element every `groups` cycles, inside and at
+    the edge of the window of writes the RAM cannot show yet (read + write latency)."""
+    rows, cols = 32, 8 * groups
+
+    @hw.kernel(tile={"i": 16, "c": cols}, par={"c": 8})
+    def colsum(x: hw.Array[int32, rows, cols]) -> hw.Array[int32, cols]:
+        return hw.map(cols, lambda c: hw.sum(rows, lambda i: x[i, c]))
+
+    x = np.random.default_rng(groups).integers(-1000, 1000, (rows, cols), dtype=np.int32)
+    r = colsum.verify(x)
+    np.testing.assert_array_equal(r.outputs, x.sum(axis=0, dtype=np.int32))
+    assert r.cycles == r.predicted_cycles

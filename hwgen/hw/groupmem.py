@@ -13,6 +13,11 @@ at full rate even when consecutive updates share a key:
     - `first` (the group-by's first element) empties the table before the update, so the slots
       not written read 0, as the golden model's do.
 
+Two stages, so that no cycle both compares keys and adds values: in the update's cycle the
+keys are compared (against the table, and against the key the update before is opening a
+slot for), and the one-hot match is registered; the next cycle applies it. The table holds an
+update the cycle after its request: before its pipe's `done` is seen.
+
 Reads: `keys_r<k>`, `values_r<k>`, `count_r<k>` are ordinary read ports (onchip.read_port)
 with no latency, for the stores and scalar results that consume the group-by.
 """
@@ -67,27 +72,39 @@ class GroupMem(wiring.Component):
         def new_signal(shape, hint):
             return Signal(shape, name=f"{hint}{next(names)}")
 
-        base = Signal(range(cap + 1))  # the slots in use before this update
-        m.d.comb += base.eq(Mux(u.first, 0, count))
+        # stage B: the update of the cycle before, with its match found
+        b_en, b_first, b_found = Signal(name="b_en"), Signal(name="b_first"), Signal(name="b_found")
+        b_key = Signal.like(u.key, name="b_key")
+        b_values = [Signal(vshape, name=f"b_v{c}") for c in range(width)]
+        b_hits = [Signal(name=f"b_hit{j}") for j in range(cap)]
+        base = Signal(range(cap + 1))  # the slots in use before B's update
+        m.d.comb += base.eq(Mux(b_first, 0, count))
+        opening = Signal()  # B opens slot `base` for b_key
+        m.d.comb += opening.eq(b_en & ~b_found & (base != cap))
+        # stage A: compare the request's key with the table as B leaves it
+        kept = ~(b_en & b_first)  # B empties the table before its update
+        same_as_b = Signal()
+        m.d.comb += same_as_b.eq(opening & (b_key == u.key))
         hits = [Signal(name=f"hit{j}") for j in range(cap)]
-        m.d.comb += [h.eq(valid[j] & ~u.first & (keys[j] == u.key)) for j, h in enumerate(hits)]
-        found = Signal()
-        m.d.comb += found.eq(_any(hits))
-        incoming = [getattr(u, f"v{c}") for c in range(width)]
-        with m.If(u.en):
+        m.d.comb += [h.eq(u.en & ~u.first & ((valid[j] & kept & (keys[j] == u.key)) | (same_as_b & (base == j))))
+                     for j, h in enumerate(hits)]
+        m.d.sync += [b_en.eq(u.en), b_first.eq(u.first), b_key.eq(u.key), b_found.eq(_any(hits))]
+        m.d.sync += [a.eq(b) for a, b in zip(b_hits, hits)]
+        m.d.sync += [b.eq(getattr(u, f"v{c}")) for c, b in enumerate(b_values)]
+        with m.If(b_en):
             for j in range(cap):
-                with m.If(hits[j]):
+                with m.If(b_hits[j]):
                     for c in range(width):
-                        m.d.sync += values[j][c].eq(combine(m, g.op, values[j][c], incoming[c], g.values.dtype, new_signal))
-                with m.Elif(~found & (base == j)):
-                    m.d.sync += [keys[j].eq(u.key), valid[j].eq(1)]
-                    m.d.sync += [values[j][c].eq(incoming[c]) for c in range(width)]
-                with m.Elif(u.first):
+                        m.d.sync += values[j][c].eq(combine(m, g.op, values[j][c], b_values[c], g.values.dtype, new_signal))
+                with m.Elif(~b_found & (base == j)):
+                    m.d.sync += [keys[j].eq(b_key), valid[j].eq(1)]
+                    m.d.sync += [values[j][c].eq(b_values[c]) for c in range(width)]
+                with m.Elif(b_first):
                     m.d.sync += [keys[j].eq(0), valid[j].eq(0)]
                     m.d.sync += [values[j][c].eq(0) for c in range(width)]
-            with m.If(u.first):
+            with m.If(b_first):
                 m.d.sync += self.overflow.eq(0)
-            with m.If(found):
+            with m.If(b_found):
                 m.d.sync += count.eq(base)
             with m.Elif(base == cap):
                 m.d.sync += [count.eq(base), self.overflow.eq(1)]

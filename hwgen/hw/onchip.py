@@ -3,10 +3,12 @@
 A port serves `lanes` accesses per cycle; each lane gives one index per dimension.
 
     read port  (user side)  i<l>_<d>: Out   index of lane l along dimension d
-                            d<l>: In        data of lane l: same cycle (registers) or three
-                                            cycles later (RAM: read, output register, bank
-                                            multiplexer register)
+                            d<l>: In        data of lane l: same cycle (registers) or four
+                                            cycles later (RAM: address register, read, output
+                                            register, bank multiplexer register)
     write port (user side)  en<l>, i<l>_<d>, d<l>: Out   mem[index] <= data at the clock edge
+                                            (registers) or the edge after (RAM: each bank's
+                                            write is registered; MemPlan.write_latency)
 
 On the memory: `r<k>` / `w<k>` are the ports, `r<k>_buf` / `w<k>_buf` pick the buffer (when
 N-buffered); block RAM is split into banks, element idx living in bank (idx[d] % banks[d])_d
@@ -193,8 +195,8 @@ class OnChipMem(wiring.Component):
                         continue
                     hit = en if fixed is not None else en & (bank == flat_bank[b])
                     requests[b].append((hit, addr, data.as_unsigned()))
-        for b, ram in rams.items():
-            m.d.comb += [ram.w_en.eq(one_of([hit for hit, _, _ in requests[b]])),
+        for b, ram in rams.items():  # registered: the route into the RAM starts from a flip-flop
+            m.d.sync += [ram.w_en.eq(one_of([hit for hit, _, _ in requests[b]])),
                          ram.w_addr.eq(one_of([Mux(hit, addr, 0) for hit, addr, _ in requests[b]])),
                          ram.w_data.eq(one_of([Mux(hit, data, 0) for hit, _, data in requests[b]]))]
 
@@ -207,21 +209,24 @@ class OnChipMem(wiring.Component):
             for b, ram in rams.items():
                 raddr = ram.r_addr[k]
                 users = [lane for lane in range(lanes) if not static or static[lane] is None or tuple(static[lane]) == b]
+                # the bank's address is registered: the route into the RAM starts from a flip-flop
                 if len(users) == 1 and static and static[users[0]] is not None:
-                    m.d.comb += raddr.eq(splits[users[0]][1])
+                    m.d.sync += raddr.eq(splits[users[0]][1])
                 else:  # the planner gives a bank to at most one lane of a port
-                    m.d.comb += raddr.eq(one_of([Mux(splits[lane][0] == flat_bank[b], splits[lane][1], 0)
+                    m.d.sync += raddr.eq(one_of([Mux(splits[lane][0] == flat_bank[b], splits[lane][1], 0)
                                                  for lane in users]))
-                data[b] = ram.r_data[k]  # two cycles after the address (read, output register)
+                data[b] = ram.r_data[k]  # three cycles after the address (address, read, output register)
             for lane in range(lanes):
                 fixed = static[lane] if static else None
                 if fixed is not None:
                     value = data[tuple(fixed)]
-                else:
-                    sel = Signal(range(max(2, len(bank_ids))), name=f"r{k}_l{lane}_bank")
-                    sel_q = Signal(range(max(2, len(bank_ids))), name=f"r{k}_l{lane}_bank_q")
-                    m.d.sync += [sel.eq(splits[lane][0]), sel_q.eq(sel)]
-                    value = select([data[b] for b in bank_ids], sel_q)
+                else:  # the lane's bank, carried along with its read
+                    sel = splits[lane][0]
+                    for step in range(3):
+                        nxt = Signal(range(max(2, len(bank_ids))), name=f"r{k}_l{lane}_bank{step}")
+                        m.d.sync += nxt.eq(sel)
+                        sel = nxt
+                    value = select([data[b] for b in bank_ids], sel)
                 # registered after the bank multiplexer: the data leave on a flip-flop
                 m.d.sync += getattr(port, f"d{lane}").eq(value)
         for ram in rams.values():

@@ -37,7 +37,7 @@ from . import timing as tm
 from .counters import all_at_end, next_values
 from .datapath import Datapath, dtype_shape
 from .groupmem import update_port
-from .onchip import read_port, write_port
+from .onchip import one_of, read_port, write_port
 
 
 def port_name(name: str) -> str:
@@ -288,22 +288,36 @@ class PipeUnit(wiring.Component):
                 idx = [dp.at(i, L, lane) for i in w.idx] or [Const(0, 1)]
                 if w.op is not None:
                     latency = self.plans[w.mem.name].latency
+                    behind = self.plans[w.mem.name].unseen_writes  # recent writes the read misses
                     read_idx = [dp.at(i, L - latency, lane) for i in w.idx] or [Const(0, 1)]
                     for d, v in enumerate(read_idx):
                         m.d.comb += getattr(old_port, f"i{pos}_{d}").eq(v)
                     old = getattr(old_port, f"d{pos}")
                     new = Signal(dtype_shape(w.mem.dtype), name=f"acc_w{k}l{pos}")
-                    if latency:
-                        early = [dp.at(i, L - 1, lane) for i in w.idx] or [Const(0, 1)]
-                        old = self._forward(m, old, new, idx, early, valid[L], f"w{k}l{pos}", latency)
                     first_lane = lane + tuple((n, 0) for n in reduce_names)
-                    first = dp.at(w.first, L, first_lane)
                     unit = identity(w.op, w.mem.dtype)
-                    if unit is None:  # no identity: choose after combining
+                    cleared = False  # the forwarding gives the identity 0 on the first update
+                    if latency:
+                        def ready(node, stage):
+                            return dp.static(node) or self.timing.stage[node] <= stage
+
+                        early = [dp.at(i, L - 1, lane) for i in w.idx] or [Const(0, 1)]
+                        earlier = None  # the index two stages early: compare then
+                        if all(ready(i, L - 2) for i in w.idx):
+                            earlier = [dp.at(i, L - 2, lane) for i in w.idx] or [Const(0, 1)]
+                        clear = None
+                        if unit == 0 and ready(w.first, L - 1):
+                            clear, cleared = dp.at(w.first, L - 1, first_lane), True
+                        old = self._forward(m, old, new, idx, early, earlier, valid[L - 1], valid[L],
+                                            f"w{k}l{pos}", behind, clear)
+                    if cleared:
+                        m.d.comb += new.eq(dp.combine(w.op, old, value, w.mem.dtype))
+                    elif unit is None:  # no identity: choose after combining
+                        first = dp.at(w.first, L, first_lane)
                         m.d.comb += new.eq(Mux(first, value, dp.combine(w.op, old, value, w.mem.dtype)))
                     else:  # the first update combines with the identity: one mux before the op
                         start = Signal(dtype_shape(w.mem.dtype), name=f"acc_w{k}l{pos}_old")
-                        m.d.comb += start.eq(Mux(first, unit, old))
+                        m.d.comb += start.eq(Mux(dp.at(w.first, L, first_lane), unit, old))
                         m.d.comb += new.eq(dp.combine(w.op, start, value, w.mem.dtype))
                     value = new
                 m.d.comb += getattr(port, f"en{pos}").eq(valid[L])
@@ -333,12 +347,18 @@ class PipeUnit(wiring.Component):
         m.d.comb += [count_w.en0.eq(valid), count_w.i0_0.eq(0), count_w.d0.eq(position)]
 
     @staticmethod
-    def _forward(m, old, new, idx, early_idx, writing, name, depth: int):
-        """A RAM read returns an element as it was `depth` cycles before its data arrive:
-        writes of the last `depth` iterations to the same element are forwarded instead, the
-        newest first (so an accumulator takes one update per cycle even when every cycle
-        updates the same element). The comparisons happen a cycle early (`early_idx` is this
-        iteration's index one stage before the write), leaving one mux in the update."""
+    def _forward(m, old, new, idx, early_idx, earlier_idx, coming, writing, name, depth: int, clear=None):
+        """A RAM read misses the writes of the last `depth` iterations (MemPlan.unseen_writes):
+        writes of the last `depth` iterations to the same
+        element are forwarded instead, the newest first (so an accumulator takes one update per
+        cycle even when every cycle updates the same element). `clear` (this iteration's
+        `first`, one stage before the write, or None) makes the result 0 instead.
+
+        The indices are compared two stages before the write (`earlier_idx`; one stage,
+        `early_idx`, when the index is not ready that early), the newest match is picked one
+        stage before it into one-hot registered selects, so the update sees one AND-OR of the
+        candidates: the accumulator's loop is a flip-flop, the AND-OR and the combiner.
+        `coming`/`writing`: the valid flags one stage before the write and of the write."""
         history = []  # the writes of the last `depth` cycles, newest first
         prev_idx, prev_data, prev_valid = idx, new, writing
         for h in range(depth):
@@ -349,20 +369,35 @@ class PipeUnit(wiring.Component):
             m.d.sync += [h_data.eq(prev_data), h_valid.eq(prev_valid)]
             history.append((h_idx, h_data, h_valid))
             prev_idx, prev_data, prev_valid = h_idx, h_data, h_valid
-        # one stage early, this iteration is one write behind: the write happening now is the
-        # newest it must see, then the history but its oldest entry
-        writers = [(idx, writing)] + [(h_idx, h_valid) for h_idx, _, h_valid in history[:-1]]
-        out = old
-        for j in reversed(range(depth)):  # oldest first, so the newest wins
-            w_idx, w_valid = writers[j]
-            same = w_valid
-            for a, b in zip(w_idx, early_idx):
-                same = same & (a == b)
-            hit = Signal(name=f"fw_{name}_hit{j}")
-            m.d.sync += hit.eq(same)
-            out = Mux(hit, history[j][1], out)
+
+        def same(w_idx, w_valid, this_idx):
+            out = w_valid
+            for a, b in zip(w_idx, this_idx):
+                out = out & (a == b)
+            return out
+
+        older = [(h_idx, h_valid) for h_idx, _, h_valid in history]
+        if earlier_idx is not None and depth >= 2:
+            # two stages early, this iteration is two writes behind: the iteration one stage
+            # behind the write, the write happening now, then the history but its two oldest
+            sames = []
+            for j, (w_idx, w_valid) in enumerate([(early_idx, coming), (idx, writing)] + older[:depth - 2]):
+                r = Signal(name=f"fw_{name}_same{j}")
+                m.d.sync += r.eq(same(w_idx, w_valid, earlier_idx))
+                sames.append(r)
+        else:  # one stage early, one write behind: the write happening now, then the history
+            sames = [same(w_idx, w_valid, early_idx) for w_idx, w_valid in [(idx, writing)] + older[:depth - 1]]
+        taken = Const(0, 1) if clear is None else clear
+        picks = []
+        for j, hit in enumerate(sames):  # newest first: the first match wins
+            sel = Signal(name=f"fw_{name}_sel{j}")
+            m.d.sync += sel.eq(hit & ~taken)
+            taken = taken | hit
+            picks.append(Mux(sel, history[j][1], 0))
+        from_ram = Signal(name=f"fw_{name}_sel_ram")
+        m.d.sync += from_ram.eq(~taken)
         result = Signal.like(new, name=f"fw_{name}_old")
-        m.d.comb += result.eq(out)
+        m.d.comb += result.eq(one_of(picks + [Mux(from_ram, old, 0)]))
         return result
 
     def _tree(self, dp: Datapath, w, plan, lane, reduce_names, L):

@@ -11,8 +11,9 @@ arrives `latency` + 1 cycles after its request (the arbiter registers it), is re
 cycle after; `done` pulses the cycle after that write. Uncontended: `beats + latency +
 LOAD_EXTRA` (4).
 Store timing: the tile is read one beat per cycle from t0 + 2 (`read latency` 0 for registers,
-2 for RAM) and sent through a queue of read latency + 1 beats; `done` pulses the cycle after the
-last beat is accepted. Uncontended: `beats + read latency + 2` cycles.
+4 for RAM) into a ring of read latency + 2 beats, which sends each beat the cycle after it
+arrives; `done` pulses the cycle after the last beat is accepted. Uncontended: `beats + read
+latency + STORE_EXTRA` (3).
 
 Members: go, done, base: In(addr), ctr_<name>: In, the channel client port (rd_req + rd_resp,
 or wr), and `port`: the tile memory's vector port, one lane per word of a beat.
@@ -29,11 +30,12 @@ from ..loops import Counter
 from . import memchannel
 from .counters import all_at_end, next_values
 from .datapath import build_comb
-from .onchip import read_port, write_port
+from .onchip import one_of, read_port, write_port
 from .pipe import port_name, used_names
 
 
 LOAD_EXTRA = 4  # a load's cycles beyond its beats and the DRAM latency
+STORE_EXTRA = 3  # a store's cycles beyond its beats and its memory's read latency
 
 
 def beats_of(shape, words: int) -> int:
@@ -216,7 +218,7 @@ class LoadUnit(_TileUnit):
 
 class StoreUnit(_TileUnit):
     """Copies `store.mem` into the tile of `store.dram` at `store.origin` (see module doc).
-    `read_latency`: 0 for a register memory, 2 for RAM."""
+    `read_latency`: 0 for a register memory, 4 for RAM (MemPlan.latency)."""
 
     def __init__(self, store, outer: dict, words: int, word_bits: int, addr_bits: int, read_latency: int):
         self.store = store
@@ -276,46 +278,42 @@ class StoreUnit(_TileUnit):
         words = [w.as_unsigned() for w in words]
         arr_data = Signal(W * wb)
         m.d.comb += arr_data.eq(Cat(*[Cat(w, Const(0, wb - len(w))) for w in words]))
-        # a queue of L + 1 beats keeps one beat a cycle flowing while the channel may stall
-        depth = L + 1
+        # a ring of L + 2 beats keeps one beat a cycle flowing while the channel may stall;
+        # every beat goes through it, so the channel's ready never reaches a queue register
+        depth = L + 2
         count = Signal(range(depth + 1))
+        head = Signal(depth, init=1)  # one-hot: the oldest beat
+        tail = Signal(depth, init=1)  # one-hot: where the arriving beat goes
         q = [(Signal(self._addr_bits, name=f"q{k}_addr"), Signal(W * wb, name=f"q{k}_data"),
               Signal(W, name=f"q{k}_mask"), Signal(name=f"q{k}_last")) for k in range(depth)]
-        head = q[0]
-        send_valid = (count > 0) | arr_valid
+        out = [one_of([Mux(head[k], q[k][f], 0) for k in range(depth)]) for f in range(4)]
+        send_valid = count != 0
         m.d.comb += [
             self.wr.valid.eq(send_valid),
-            self.wr.addr.eq(Mux(count > 0, head[0], arr_addr)),
-            self.wr.data.eq(Mux(count > 0, head[1], arr_data)),
-            self.wr.mask.eq(Mux(count > 0, head[2], arr_mask)),
+            self.wr.addr.eq(out[0]),
+            self.wr.data.eq(out[1]),
+            self.wr.mask.eq(out[2]),
         ]
         accepted = send_valid & self.wr.ready
-        sent_last = Mux(count > 0, head[3], arr_last)
-        pop = accepted & (count > 0)
-        push = arr_valid & ~(accepted & (count == 0))
         entry = (arr_addr, arr_data, arr_mask, arr_last)
-        stay = Signal(range(depth + 1))
-        m.d.comb += stay.eq(count - pop)
-        with m.If(pop):
-            for k in range(depth - 1):
-                m.d.sync += [a.eq(b) for a, b in zip(q[k], q[k + 1])]
-        with m.If(push):
+        with m.If(arr_valid):
             for k in range(depth):
-                with m.If(stay == k):
+                with m.If(tail[k]):
                     m.d.sync += [a.eq(b) for a, b in zip(q[k], entry)]
-        m.d.sync += count.eq(count - pop + push)
-        if L == 0:  # the fetched beat arrives at once: fetch while the queue has room
-            m.d.comb += fetch.eq(fetching & (count < depth))
-        else:  # count what stays, what arrives now, and what is still in flight
-            coming = 0
-            for regs in flight[1:L]:
-                coming = coming + regs[0]
-            m.d.comb += fetch.eq(fetching & (count - pop + push + coming < depth))
+            m.d.sync += tail.eq(tail.rotate_left(1))
+        with m.If(accepted):
+            m.d.sync += head.eq(head.rotate_left(1))
+        m.d.sync += count.eq(count + arr_valid - accepted)
+        # fetch while the ring has room for this beat and every beat still on its way
+        coming = 0
+        for regs in flight[1:]:
+            coming = coming + regs[0]
+        m.d.comb += fetch.eq(fetching & (count + coming < depth))
         with m.If(fetch):
             walk.step(m)
             with m.If(walk.last()):
                 m.d.sync += fetching.eq(0)
         m.d.sync += self.done.eq(0)
-        with m.If(accepted & sent_last):
+        with m.If(accepted & out[3]):
             m.d.sync += self.done.eq(1)
         return m

@@ -2,7 +2,7 @@
 access.
 
 - kind: memories of at most REG_LIMIT elements are registers (any number of ports, reads in
-  the same cycle); larger ones are SRAM, read one cycle after the address (hw/bram.py: Yosys
+  the same cycle); larger ones are SRAM, read `latency` cycles after the address (hw/bram.py: Yosys
   maps it to LUT RAM or block RAM, whichever is cheaper, unless the ECP5 netlist instantiates
   block RAM itself).
 - banks: an SRAM is split cyclically along each dimension d into banks[d] banks (element
@@ -56,9 +56,22 @@ class MemPlan:
 
     @property
     def latency(self) -> int:
-        """Cycles from a read's address to its data (RAM: the read, its output register, then
-        the bank multiplexer's register)."""
-        return 3 if self.kind == "sram" else 0
+        """Cycles from a read's address to its data (RAM: the bank's address register, the
+        read, its output register, then the bank multiplexer's register)."""
+        return 4 if self.kind == "sram" else 0
+
+    @property
+    def write_latency(self) -> int:
+        """Clock edges from a write port's request to the memory holding it (RAM: the bank's
+        write is registered, so the route into a block RAM starts from a flip-flop)."""
+        return 1 if self.kind == "sram" else 0
+
+    @property
+    def unseen_writes(self) -> int:
+        """How many of the latest cycles' writes a read does not see: a RAM samples the read's
+        registered address a cycle after it is given, seeing the writes that landed before,
+        and a write lands `write_latency` edges after its request."""
+        return self.latency - 1 + self.write_latency if self.kind == "sram" else 0
 
     @property
     def nbanks(self) -> int:
