@@ -5,7 +5,9 @@ A port serves `lanes` accesses per cycle; each lane gives one index per dimensio
     read port  (user side)  i<l>_<d>: Out   index of lane l along dimension d
                             d<l>: In        data of lane l: same cycle (registers) or four
                                             cycles later (RAM: address register, read, output
-                                            register, bank multiplexer register)
+                                            register, bank multiplexer register; five
+                                            for more than MUX_GROUP banks, whose
+                                            multiplexer has two registered steps)
     write port (user side)  en<l>, i<l>_<d>, d<l>: Out   mem[index] <= data at the clock edge
                                             (registers) or the edge after (RAM: each bank's
                                             write is registered; MemPlan.write_latency)
@@ -27,6 +29,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .bram import BlockRam
+from ..passes.memplan import MUX_GROUP
 from .datapath import dtype_shape, select
 
 
@@ -140,6 +143,23 @@ class OnChipMem(wiring.Component):
 
     # ------------------------------------------------------------------ block RAM banks
 
+    @staticmethod
+    def _register(m, value, name):
+        reg = Signal.like(value, name=name)
+        m.d.sync += reg.eq(value)
+        return reg
+
+    def _two_step_select(self, m, values, sel, name):
+        """values[sel], a cycle later than a plain select: each group of MUX_GROUP values
+        picks by the low bits of `sel` into a register, then the group by the high bits
+        (themselves carried a cycle)."""
+        low = MUX_GROUP.bit_length() - 1
+        groups = [values[g:g + MUX_GROUP] for g in range(0, len(values), MUX_GROUP)]
+        picked = [self._register(m, select(group, sel[:low]), f"{name}_g{n}") for n, group in enumerate(groups)]
+        high = Signal(max(1, len(sel) - low), name=f"{name}_bank_hi")
+        m.d.sync += high.eq(sel[low:])
+        return select(picked, high)
+
     def _banks(self, m):
         plan = self.plan
         mem = plan.mem
@@ -216,18 +236,26 @@ class OnChipMem(wiring.Component):
                     m.d.sync += raddr.eq(one_of([Mux(splits[lane][0] == flat_bank[b], splits[lane][1], 0)
                                                  for lane in users]))
                 data[b] = ram.r_data[k]  # three cycles after the address (address, read, output register)
+            two_steps = plan.latency == 5  # more than MUX_GROUP banks
             for lane in range(lanes):
                 fixed = static[lane] if static else None
+                out = getattr(port, f"d{lane}")
                 if fixed is not None:
                     value = data[tuple(fixed)]
+                    if two_steps:  # the same latency as the multiplexed lanes
+                        value = self._register(m, value, f"r{k}_l{lane}_q")
                 else:  # the lane's bank, carried along with its read
                     sel = splits[lane][0]
                     for step in range(3):
                         nxt = Signal(range(max(2, len(bank_ids))), name=f"r{k}_l{lane}_bank{step}")
                         m.d.sync += nxt.eq(sel)
                         sel = nxt
-                    value = select([data[b] for b in bank_ids], sel)
+                    values = [data[b] for b in bank_ids]
+                    if two_steps:
+                        value = self._two_step_select(m, values, sel, f"r{k}_l{lane}")
+                    else:
+                        value = select(values, sel)
                 # registered after the bank multiplexer: the data leave on a flip-flop
-                m.d.sync += getattr(port, f"d{lane}").eq(value)
+                m.d.sync += out.eq(value)
         for ram in rams.values():
             ram.elaborate_into(m)

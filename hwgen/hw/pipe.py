@@ -64,6 +64,10 @@ def pipe_exprs(pipe: Pipe) -> list:
     return out
 
 
+# on a register: synthesis must not merge it with its twins (hwgen/synth.py)
+KEEP = {"keep": 1}
+
+
 @dataclass
 class PortSpec:
     """A memory port of the pipe: its memory, the par counters its lanes run over, the lanes
@@ -358,7 +362,10 @@ class PipeUnit(wiring.Component):
         `early_idx`, when the index is not ready that early), the newest match is picked one
         stage before it into one-hot registered selects, so the update sees one AND-OR of the
         candidates: the accumulator's loop is a flip-flop, the AND-OR and the combiner.
-        `coming`/`writing`: the valid flags one stage before the write and of the write."""
+        `coming`/`writing`: the valid flags one stage before the write and of the write.
+        The selects are alike in every lane; they are marked `keep` so that synthesis keeps
+        each lane's own flip-flops (hwgen/synth.py) instead of merging them into one that
+        drives every lane across the chip."""
         history = []  # the writes of the last `depth` cycles, newest first
         prev_idx, prev_data, prev_valid = idx, new, writing
         for h in range(depth):
@@ -390,11 +397,11 @@ class PipeUnit(wiring.Component):
         taken = Const(0, 1) if clear is None else clear
         picks = []
         for j, hit in enumerate(sames):  # newest first: the first match wins
-            sel = Signal(name=f"fw_{name}_sel{j}")
+            sel = Signal(name=f"fw_{name}_sel{j}", attrs=KEEP)
             m.d.sync += sel.eq(hit & ~taken)
             taken = taken | hit
             picks.append(Mux(sel, history[j][1], 0))
-        from_ram = Signal(name=f"fw_{name}_sel_ram")
+        from_ram = Signal(name=f"fw_{name}_sel_ram", attrs=KEEP)
         m.d.sync += from_ram.eq(~taken)
         result = Signal.like(new, name=f"fw_{name}_old")
         m.d.comb += result.eq(one_of(picks + [Mux(from_ram, old, 0)]))

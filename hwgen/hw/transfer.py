@@ -304,11 +304,13 @@ class StoreUnit(_TileUnit):
         with m.If(accepted):
             m.d.sync += head.eq(head.rotate_left(1))
         m.d.sync += count.eq(count + arr_valid - accepted)
-        # fetch while the ring has room for this beat and every beat still on its way
-        coming = 0
-        for regs in flight[1:]:
-            coming = coming + regs[0]
-        m.d.comb += fetch.eq(fetching & (count + coming < depth))
+        # fetch while the ring has room for this beat and every beat still on its way: `owed`
+        # counts the beats fetched and not yet sent (those in flight plus those in the ring),
+        # kept in its own register so that `fetch`, which enables every index register, is
+        # one LUT from flip-flops
+        owed = Signal(range(depth + 1))
+        m.d.sync += owed.eq(owed + fetch - accepted)
+        m.d.comb += fetch.eq(fetching & (owed < depth))
         with m.If(fetch):
             walk.step(m)
             with m.If(walk.last()):

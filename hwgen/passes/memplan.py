@@ -28,6 +28,9 @@ from ..loops import AppendWrite, GroupWrite, Load, Loop, LoopProgram, Mem, Paral
 
 REG_LIMIT = 4
 MAX_BANKS = 1024
+# RAMs of more banks than this pick a lane's data in two registered steps (groups of
+# MUX_GROUP banks, then the group): one more cycle of read latency, a shorter path
+MUX_GROUP = 4
 
 
 @dataclass(frozen=True)
@@ -57,8 +60,11 @@ class MemPlan:
     @property
     def latency(self) -> int:
         """Cycles from a read's address to its data (RAM: the bank's address register, the
-        read, its output register, then the bank multiplexer's register)."""
-        return 4 if self.kind == "sram" else 0
+        read, its output register, then the bank multiplexer's register, or its two
+        registers when there are more than MUX_GROUP banks)."""
+        if self.kind != "sram":
+            return 0
+        return 5 if self.nbanks > MUX_GROUP else 4
 
     @property
     def write_latency(self) -> int:
