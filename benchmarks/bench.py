@@ -5,6 +5,7 @@ synthesized, written to docs/results.md with two pictures:
 - docs/timeline.png: when each stage of one metapipeline (dotproduct) is busy, from simulation.
 
     .venv/bin/python benchmarks/bench.py [APP ...] [--no-synth] [--jobs=N] [--page-only]
+                                         [--router=router1|router2]
     (or: make bench)
 
 Rows are kept in docs/results.json; naming apps re-measures only those, and the page is
@@ -12,7 +13,9 @@ rewritten from every kept row (`--page-only`: only that).
 
 Cycles and timelines come from Verilator; the baseline's cycles come from the cycle model,
 which matches simulation exactly for the baseline (see `make ablation`); LUT / FF / BRAM / DSP
-and Fmax come from Yosys and nextpnr for the ECP5-85k (the YoWASP builds; slow: minutes per app).
+and Fmax come from Yosys and nextpnr for the ECP5-85k (the YoWASP builds; slow: minutes per
+app). nextpnr's default router is router1; router2 (`--router=router2`) routes the larger apps
+in minutes where router1 takes hours. Each row records the router it was routed with.
 """
 
 import json
@@ -36,7 +39,7 @@ def schedule_text(s) -> str:
     return "; ".join(parts)
 
 
-def measure(path: Path, synth: bool) -> dict:
+def measure(path: Path, synth: bool, router: str = "router1") -> dict:
     app = load_app(path)
     kernel = getattr(app, path.stem)
     t = time.perf_counter()
@@ -55,7 +58,7 @@ def measure(path: Path, synth: bool) -> dict:
     if synth:
         from hwgen.synth import synthesize
 
-        row["synth"] = synthesize(design, "ecp5", "85k")
+        row["synth"] = synthesize(design, "ecp5", "85k", pnr_options=("--router", router)) | {"router": router}
     return row
 
 
@@ -65,7 +68,7 @@ def _arrays(design):
 
 def table(rows) -> str:
     head = ("app", "schedule", "cycles", "speedup", "pred. error", "of roofline", "LUT", "FF",
-            "BRAM", "DSP", "Fmax MHz", "build s")
+            "BRAM", "DSP", "Fmax MHz", "router", "build s")
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         s = r.get("synth") or {}
@@ -75,7 +78,7 @@ def table(rows) -> str:
             f"{100 * (r['predicted'] - r['cycles']) / r['cycles']:+.1f} %",
             f"{100 * r['roofline'] / r['cycles']:.0f} %",
             str(s.get("luts", "-")), str(s.get("ffs", "-")), str(s.get("brams", "-")), str(s.get("dsps", "-")),
-            f"{fmax:.0f}" if fmax else "-", f"{r['build_s']:.1f} |",
+            f"{fmax:.0f}" if fmax else "-", s.get("router", "router1") if s else "-", f"{r['build_s']:.1f} |",
         ]))
     return "\n".join(out)
 
@@ -150,9 +153,13 @@ def main(argv) -> int:
     store = DOCS / "results.json"  # every app's last row: naming apps re-measures only those
     saved = json.loads(store.read_text()) if store.exists() else {}
     jobs = next((int(a.split("=", 1)[1]) for a in argv if a.startswith("--jobs=")), 1)
+    router = next((a.split("=", 1)[1] for a in argv if a.startswith("--router=")), "router1")
+    if router not in ("router1", "router2"):
+        print(f"error: --router must be router1 or router2, not {router!r}", file=sys.stderr)
+        return 1
     todo = [] if "--page-only" in argv else app_paths(names)
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        pending = [pool.submit(measure, path, synth) for path in todo]
+        pending = [pool.submit(measure, path, synth, router) for path in todo]
         for done in as_completed(pending):
             try:
                 _keep(done.result(), saved, store, synth)
@@ -171,8 +178,9 @@ def main(argv) -> int:
         "speedup against the paper's baseline (no tiling, no metapipelining, one lane; its cycles",
         "from the cycle model, exact for the baseline, see `make ablation`); resources and Fmax from",
         "Yosys and nextpnr for the ECP5-85k (LFE5U-85F, CABGA381) at a 100 MHz target, on the ECP5",
-        "netlist (DSP and block RAM primitives, see the README's Synthesis section), nextpnr's",
-        "default router; speed grade 6. A `-` in those columns: not synthesized.",
+        "netlist (DSP and block RAM primitives, see the README's Synthesis section), speed grade 6,",
+        "with the nextpnr router named in the row. A `-` in those columns: not synthesized.",
+        "A row's synthesis is kept from its last synthesizing run (`--no-synth` keeps it).",
         "",
         table(rows),
         "",

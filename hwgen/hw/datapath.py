@@ -198,7 +198,8 @@ class Datapath:
 
     def _wide_mul(self, node, a, b, ranges):
         """The low bits of a * b from partial products of 16-bit chunks, one DSP block each
-        (hw/dsp.py: operands and product registered in the block), summed in the third cycle.
+        (hw/dsp.py: operands and product registered in the block), each registered once more
+        in the fabric, then summed as a balanced tree in the fourth cycle.
         Each operand is cut into the chunks of its two's-complement value as its range needs:
         the lower chunks unsigned, the top one signed when the operand can be negative, so an
         int32 operand takes two chunks even in an int64 product."""
@@ -207,19 +208,24 @@ class Datapath:
         if alo >= 0 and blo >= 0:
             width = min(width, ahi.bit_length() + bhi.bit_length())
         chunks_a, chunks_b = _chunks(_fit(a, node.dtype), alo, ahi, width), _chunks(_fit(b, node.dtype), blo, bhi, width)
-        total = None
+        terms = []
         for i, ca in enumerate(chunks_a):
             for j, cb in enumerate(chunks_b):
                 shift = 16 * (i + j)
                 if shift >= width:
                     continue
                 keep = width - shift
-                signed_part = ca.shape().signed or cb.shape().signed
-                part = self.signal(signed(keep) if signed_part else unsigned(keep), f"pp{i}{j}_")
+                shape = signed(keep) if ca.shape().signed or cb.shape().signed else unsigned(keep)
+                part = self.signal(shape, f"pp{i}{j}_")
                 dsp.multiply(self.m, ca, cb, part, self.signal)
-                term = part.as_unsigned() if shift == 0 else Cat(Const(0, shift), part)
-                total = term if total is None else total + term
-        return total[:width] if total is not None else Const(0, 1)
+                near = self.signal(shape, f"ppr{i}{j}_")  # the fabric register by the adders
+                self.m.d.sync += near.eq(part)
+                terms.append(near.as_unsigned() if shift == 0 else Cat(Const(0, shift), near))
+        if not terms:
+            return Const(0, 1)
+        while len(terms) > 1:  # a balanced tree: log2(terms) adders deep
+            terms = [terms[n] + terms[n + 1] if n + 1 < len(terms) else terms[n] for n in range(0, len(terms), 2)]
+        return terms[0][:width]
 
     def combine(self, op: ir.Combiner, old, new, dtype):
         """`op(old, new)` as combinational logic (an accumulator update, a tree node)."""

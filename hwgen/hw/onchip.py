@@ -10,7 +10,11 @@ A port serves `lanes` accesses per cycle; each lane gives one index per dimensio
                                             multiplexer has two registered steps)
     write port (user side)  en<l>, i<l>_<d>, d<l>: Out   mem[index] <= data at the clock edge
                                             (registers) or the edge after (RAM: each bank's
-                                            write is registered; MemPlan.write_latency)
+                                            write is registered; two edges after for a RAM
+                                            of more than MUX_GROUP banks that only tile
+                                            loads write: each lane's request is registered
+                                            before the banks' multiplexers;
+                                            MemPlan.write_latency)
 
 On the memory: `r<k>` / `w<k>` are the ports, `r<k>_buf` / `w<k>_buf` pick the buffer (when
 N-buffered); block RAM is split into banks, element idx living in bank (idx[d] % banks[d])_d
@@ -208,13 +212,18 @@ class OnChipMem(wiring.Component):
             for lane in range(lanes):
                 bank, addr = split(port, lane, buf)
                 en = getattr(port, f"en{lane}")
-                data = getattr(port, f"d{lane}")
+                data = getattr(port, f"d{lane}").as_unsigned()
                 fixed = static[lane] if static else None
+                if plan.registered_writes:  # the lane's request first lands on flip-flops
+                    addr = self._register(m, addr, f"w{k}_l{lane}_addr")
+                    data = self._register(m, data, f"w{k}_l{lane}_data")
                 for b in rams:
                     if fixed is not None and tuple(fixed) != b:
                         continue
                     hit = en if fixed is not None else en & (bank == flat_bank[b])
-                    requests[b].append((hit, addr, data.as_unsigned()))
+                    if plan.registered_writes:
+                        hit = self._register(m, hit, f"w{k}_l{lane}_hit{flat_bank[b]}")
+                    requests[b].append((hit, addr, data))
         for b, ram in rams.items():  # registered: the route into the RAM starts from a flip-flop
             m.d.sync += [ram.w_en.eq(one_of([hit for hit, _, _ in requests[b]])),
                          ram.w_addr.eq(one_of([Mux(hit, addr, 0) for hit, addr, _ in requests[b]])),
@@ -236,7 +245,7 @@ class OnChipMem(wiring.Component):
                     m.d.sync += raddr.eq(one_of([Mux(splits[lane][0] == flat_bank[b], splits[lane][1], 0)
                                                  for lane in users]))
                 data[b] = ram.r_data[k]  # three cycles after the address (address, read, output register)
-            two_steps = plan.latency == 5  # more than MUX_GROUP banks
+            two_steps = plan.two_steps
             for lane in range(lanes):
                 fixed = static[lane] if static else None
                 out = getattr(port, f"d{lane}")

@@ -4,8 +4,10 @@ Pure Python (no Amaranth), shared by the datapath builder and the cycle model, s
 counts exactly the registers the hardware has. Scheduling is as-soon-as-possible with
 chaining: a node is computed in the stage of its latest operand unless the combinational
 depth in that stage would exceed `BUDGET`, in which case it moves one stage later (its
-operands are registered). Multipliers register their result (latency 1); reads of register
-memories are combinational; a SRAM read takes one cycle.
+operands are registered). A multiplier takes its operands from flip-flops (an operand made
+by logic in its stage is carried one stage later), registers them and then its product
+(latency 2; 4 when wider than a DSP block); reads of register memories are combinational; a
+RAM read takes MemPlan.latency cycles.
 
 Depth units: one 32-bit adder is 2, a LUT level (logic, a 2:1 mux) is 1; a stage holds 4
 (two adders, or an adder and two levels of logic: about 8 ns on an ECP5).
@@ -26,7 +28,8 @@ DSP_BITS = 18  # a multiplier block's operand width (ECP5 MULT18X18D, iCE40 SB_M
 
 def wide_mul(node) -> bool:
     """A product of two variable operands wider than one DSP block: built from 16-bit partial
-    products (registered) and their sum (registered), so it takes two cycles."""
+    products (each made in a DSP block with its operands and product registered, then
+    registered again in the fabric, near the adders) and their sum (registered): four cycles."""
     return (isinstance(node, ir.Binary) and node.op == "mul" and node.dtype.bits > DSP_BITS
             and not isinstance(node.a, ir.Const) and not isinstance(node.b, ir.Const))
 
@@ -54,7 +57,8 @@ def divider_bits(node) -> tuple | None:
 def latency_of(node) -> int:
     """Registers an operation adds after its logic (0 for combinational ones). A multiplier
     registers its operands (they fan out to the DSP blocks of every lane), then its product;
-    a wide one also registers its partial products. A large table is a ROM: a synchronous
+    a wide one registers its partial products once more in the fabric before summing them
+    (the route out of a DSP block is long; the adders then start at a flip-flop). A large table is a ROM: a synchronous
     read, then an output register. A division is a pipeline of one stage per quotient bit."""
     if isinstance(node, ir.Table):
         return 2 if len(node.values) >= ROM_MIN else 0
@@ -62,12 +66,19 @@ def latency_of(node) -> int:
     if bits is not None:  # operands registered, one quotient bit per stage, result registered
         return bits[0] + 2
     if wide_mul(node):
-        return 3
-    if isinstance(node, ir.Binary) and node.op == "mul" and not _const_operand(node):
+        return 4
+    if _multiplier(node):
         return 2
     if isinstance(node, ir.Binary):
         return _REGISTERED.get(node.op, 0)
     return 0
+
+
+def _multiplier(node) -> bool:
+    """A product of two variable operands (one or more DSP blocks). Its operands are taken
+    from flip-flops: an operand computed by logic in its stage is carried a stage later, so
+    the long route into the blocks starts at a register."""
+    return isinstance(node, ir.Binary) and node.op == "mul" and not _const_operand(node)
 
 
 def _const_operand(node) -> bool:
@@ -172,7 +183,10 @@ def schedule(exprs, reads) -> Timing:
             lat, before, after = reads(node.mem)
             s, d = place_at([timing.ready(i) for i in node.idx], before, lat, after)
         elif latency_of(node):
-            s, d = place(timing, ir.children(node), 0, latency_of(node))
+            ready = [timing.ready(c) for c in ir.children(node)]
+            if _multiplier(node):  # operands from flip-flops: the route to a DSP block is long
+                ready = [(s + 1, 0) if d > 0 else (s, d) for s, d in ready]
+            s, d = place_at(ready, 0, latency_of(node))
         else:
             s, d = place(timing, _operands(node), op_cost(node))
         timing.stage[node] = s

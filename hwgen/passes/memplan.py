@@ -58,19 +58,35 @@ class MemPlan:
     accesses: tuple = field(default=(), repr=False)
 
     @property
+    def two_steps(self) -> bool:
+        """A RAM of more than MUX_GROUP banks: its crossbars span many block RAMs across the
+        chip, so each direction takes one more register (hw/onchip.py)."""
+        return self.kind == "sram" and self.nbanks > MUX_GROUP
+
+    @property
     def latency(self) -> int:
         """Cycles from a read's address to its data (RAM: the bank's address register, the
         read, its output register, then the bank multiplexer's register, or its two
         registers when there are more than MUX_GROUP banks)."""
         if self.kind != "sram":
             return 0
-        return 5 if self.nbanks > MUX_GROUP else 4
+        return 5 if self.two_steps else 4
+
+    @property
+    def registered_writes(self) -> bool:
+        """A RAM of more than MUX_GROUP banks written only by tile loads, whose words reach
+        any bank: each lane's request is registered before it is steered to its bank (an
+        accumulator, written by its pipe, keeps the shorter write: it bounds forwarding)."""
+        return self.two_steps and all(isinstance(a.ctrl, Load) for a in self.accesses if a.write)
 
     @property
     def write_latency(self) -> int:
         """Clock edges from a write port's request to the memory holding it (RAM: the bank's
-        write is registered, so the route into a block RAM starts from a flip-flop)."""
-        return 1 if self.kind == "sram" else 0
+        write is registered, so the route into a block RAM starts from a flip-flop; one more
+        with `registered_writes`)."""
+        if self.kind != "sram":
+            return 0
+        return 2 if self.registered_writes else 1
 
     @property
     def unseen_writes(self) -> int:
