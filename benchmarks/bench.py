@@ -148,15 +148,15 @@ def _keep(row: dict, saved: dict, store: Path, synth: bool) -> None:
 
 def main(argv) -> int:
     synth = "--no-synth" not in argv
+    router = next((a.split("=", 1)[1] for a in argv if a.startswith("--router=")), "router1")
+    if router not in ("router1", "router2"):
+        print(f"error: --router must be router1 or router2, not {router!r}", file=sys.stderr)
+        return 1
     names = [a for a in argv if not a.startswith("--")]
     DOCS.mkdir(exist_ok=True)
     store = DOCS / "results.json"  # every app's last row: naming apps re-measures only those
     saved = json.loads(store.read_text()) if store.exists() else {}
     jobs = next((int(a.split("=", 1)[1]) for a in argv if a.startswith("--jobs=")), 1)
-    router = next((a.split("=", 1)[1] for a in argv if a.startswith("--router=")), "router1")
-    if router not in ("router1", "router2"):
-        print(f"error: --router must be router1 or router2, not {router!r}", file=sys.stderr)
-        return 1
     todo = [] if "--page-only" in argv else app_paths(names)
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         pending = [pool.submit(measure, path, synth, router) for path in todo]

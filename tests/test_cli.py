@@ -150,3 +150,14 @@ def test_sim_rejects_a_target_without_primitives(capsys, tmp_path):
     path = write(tmp_path, "good.py", GOOD)
     code, _, err = run(["sim", path, "--target", "ice40"], capsys)
     assert code == 1 and err == "error: argument --target: invalid choice: 'ice40' (choose from 'ecp5')\n"
+
+
+def test_bench_rejects_an_unknown_router():
+    """benchmarks/bench.py names a bad --router in one line and exits 1 before measuring."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    before = open(os.path.join(root, "docs", "results.json")).read()
+    r = subprocess.run([sys.executable, os.path.join(root, "benchmarks", "bench.py"), "dotproduct", "--router=router9"],
+                       capture_output=True, text=True, cwd=root, timeout=120)
+    assert r.returncode == 1
+    assert r.stderr.strip() == "error: --router must be router1 or router2, not 'router9'"
+    assert open(os.path.join(root, "docs", "results.json")).read() == before

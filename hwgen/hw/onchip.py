@@ -159,7 +159,8 @@ class OnChipMem(wiring.Component):
         (themselves carried a cycle)."""
         low = MUX_GROUP.bit_length() - 1
         groups = [values[g:g + MUX_GROUP] for g in range(0, len(values), MUX_GROUP)]
-        picked = [self._register(m, select(group, sel[:low]), f"{name}_g{n}") for n, group in enumerate(groups)]
+        picked = [self._register(m, select(group, sel[:low]), f"{name}_g{n}")
+                  for n, group in enumerate(groups)]
         high = Signal(max(1, len(sel) - low), name=f"{name}_bank_hi")
         m.d.sync += high.eq(sel[low:])
         return select(picked, high)
@@ -245,13 +246,12 @@ class OnChipMem(wiring.Component):
                     m.d.sync += raddr.eq(one_of([Mux(splits[lane][0] == flat_bank[b], splits[lane][1], 0)
                                                  for lane in users]))
                 data[b] = ram.r_data[k]  # three cycles after the address (address, read, output register)
-            two_steps = plan.two_steps
             for lane in range(lanes):
                 fixed = static[lane] if static else None
                 out = getattr(port, f"d{lane}")
                 if fixed is not None:
                     value = data[tuple(fixed)]
-                    if two_steps:  # the same latency as the multiplexed lanes
+                    if plan.two_steps:  # the same latency as the multiplexed lanes
                         value = self._register(m, value, f"r{k}_l{lane}_q")
                 else:  # the lane's bank, carried along with its read
                     sel = splits[lane][0]
@@ -260,7 +260,7 @@ class OnChipMem(wiring.Component):
                         m.d.sync += nxt.eq(sel)
                         sel = nxt
                     values = [data[b] for b in bank_ids]
-                    if two_steps:
+                    if plan.two_steps:
                         value = self._two_step_select(m, values, sel, f"r{k}_l{lane}")
                     else:
                         value = select(values, sel)

@@ -58,7 +58,8 @@ def latency_of(node) -> int:
     """Registers an operation adds after its logic (0 for combinational ones). A multiplier
     registers its operands (they fan out to the DSP blocks of every lane), then its product;
     a wide one registers its partial products once more in the fabric before summing them
-    (the route out of a DSP block is long; the adders then start at a flip-flop). A large table is a ROM: a synchronous
+    (the route out of a DSP block is long; the adders then start at a flip-flop). A large
+    table is a ROM: a synchronous
     read, then an output register. A division is a pipeline of one stage per quotient bit."""
     if isinstance(node, ir.Table):
         return 2 if len(node.values) >= ROM_MIN else 0
