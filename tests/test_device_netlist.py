@@ -5,11 +5,14 @@ cycles as the generic design."""
 
 import numpy as np
 import pytest
+from amaranth.hdl import Module, Signal, signed
+from amaranth.sim import Simulator
 
 import hwgen as hw
 from conftest import load_pattern
 from hwgen import int8, int16, int32, int64, uint8, uint16, uint32
 from hwgen.build import elaborate
+from hwgen.hw.dsp import constant_product
 
 pytestmark = pytest.mark.rtl
 
@@ -90,3 +93,30 @@ def test_unknown_simulation_target():
     with pytest.raises(hw.HwgenError) as e:
         narrow.simulate(*inputs(narrow), target="ice40")
     assert e.value.message == "unknown simulation target 'ice40'; expected one of ecp5"
+
+
+@hw.kernel(tile={"i": 96})
+def strided(x: hw.Array[int16, 384]) -> hw.Array[int16, 384]:
+    return hw.map(384, lambda i: x[i] + 1)  # tile origins i * 96: no product in the datapath
+
+
+def test_address_products_use_no_dsp_block():
+    assert "MULT18X18D" not in elaborate(strided, target="ecp5").verilog
+
+
+@pytest.mark.parametrize("c", [0, 1, -1, 3, 5, 7, 96, 3840, -3840, 12345, 2**20 - 1, -(2**19 + 3)])
+def test_constant_product_matches_multiplication(c):
+    x, y = Signal(signed(12)), Signal(signed(40))
+    m = Module()
+    m.d.comb += y.eq(constant_product(x, c))
+    seen = []
+
+    async def bench(ctx):
+        for v in (-2048, -1, 0, 1, 7, 1000, 2047):
+            ctx.set(x, v)
+            seen.append((v, ctx.get(y)))
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+    assert seen == [(v, v * c) for v in (-2048, -1, 0, 1, 7, 1000, 2047)]

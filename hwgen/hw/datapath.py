@@ -40,6 +40,10 @@ def range_shape(lo: int, hi: int) -> Shape:
     return signed(max((-lo - 1).bit_length(), hi.bit_length()) + 1)
 
 
+FANOUT = 4  # lanes that one register of a shared value drives
+KEEP = {"keep": 1}  # on a register: synthesis must not merge it with its twins (hwgen/synth.py)
+
+
 class Datapath:
     """Builds the hardware of the expressions of one Pipe into module `m`, for every lane.
 
@@ -62,6 +66,7 @@ class Datapath:
         self.name = name
         self._made: dict = {}
         self._delayed: dict = {}
+        self._copies: dict = {}
         self._ranges: dict = {}
         self._static: dict = {}
         self._n = 0
@@ -92,12 +97,29 @@ class Datapath:
         return tuple(sorted((n, v) for n, v in lane if n in deps))
 
     def at(self, node, stage: int, lane: tuple = ()):
-        """`node`'s value at pipeline `stage` (not before the stage it is computed in)."""
+        """`node`'s value at pipeline `stage` (not before the stage it is computed in).
+
+        A value that many lanes share and that is carried in registers reaches them through a
+        copy of its last register for each group of FANOUT lanes (marked `keep`, so synthesis
+        does not merge the copies back): one flip-flop drives a few nearby lanes, not all."""
+        full = lane
         lane = self.project(node, lane)
         value = self.made(node, lane)
         if self.static(node):
             return value
-        return self.delay(value, self.timing.stage[node], stage, (node, lane), self.shape(node))
+        made, shape = self.timing.stage[node], self.shape(node)
+        sharing = [v for n, v in sorted(full) if (n, v) not in lane]
+        group = tuple(sharing[:-1]) + (sharing[-1] // FANOUT,) if sharing else ()
+        if stage == made or not any(group):
+            return self.delay(value, made, stage, (node, lane), shape)
+        key = (node, lane, group, stage)
+        found = self._copies.get(key)
+        if found is None:
+            found = Signal(shape, name=f"{self.name}_g{stage}_{self._n}", attrs=KEEP)
+            self._n += 1
+            self.m.d.sync += found.eq(self.delay(value, made, stage - 1, (node, lane), shape))
+            self._copies[key] = found
+        return found
 
     def delay(self, value, made_stage: int, stage: int, key, shape):
         """`value`, made in `made_stage`, carried in registers to `stage`."""
@@ -239,9 +261,10 @@ def combine(m, op: ir.Combiner, old, new, dtype, new_signal):
     return build_comb(m, expr, lambda n: {"%a": old, "%b": new}[n.name], {}, new_signal)
 
 
-def build_comb(m, expr, leaf, extents: dict, new_signal):
+def build_comb(m, expr, leaf, extents: dict, new_signal, shift_add: bool = False):
     """`expr` as combinational logic in `m`. `leaf(node)` gives Index and Param values;
-    `new_signal(shape, hint)` makes a named Signal."""
+    `new_signal(shape, hint)` makes a named Signal. With `shift_add`, products by a constant
+    are shifts and adds (dsp.constant_product) rather than multipliers."""
     memo: dict = {}
     ranges: dict = {}
 
@@ -255,11 +278,26 @@ def build_comb(m, expr, leaf, extents: dict, new_signal):
             out = Const(n.value, range_shape(n.value, n.value))
         else:
             out = new_signal(range_shape(*value_range(n, extents, ranges)), "c_")
-            m.d.comb += out.eq(compute(n, [go(c) for c in ir.children(n)]))
+            const = _constant_factor(n) if shift_add else None
+            if const is not None:
+                m.d.comb += out.eq(dsp.constant_product(go(const[0]), const[1]))
+            else:
+                m.d.comb += out.eq(compute(n, [go(c) for c in ir.children(n)]))
         memo[n] = out
         return out
 
     return go(expr)
+
+
+def _constant_factor(node):
+    """(the other operand, the constant) of a product by a constant, else None."""
+    if not (isinstance(node, ir.Binary) and node.op == "mul"):
+        return None
+    if isinstance(node.b, ir.Const):
+        return node.a, node.b.value
+    if isinstance(node.a, ir.Const):
+        return node.b, node.a.value
+    return None
 
 
 def compute(node, operands: list):

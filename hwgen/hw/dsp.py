@@ -2,6 +2,7 @@
 
     multiply(m, a, b, out, new_signal)   out <= a * b two cycles later (operands registered,
                                           then the product), truncated to len(out) bits
+    constant_product(value, c)           value * c as shifts and adds (no block, no register)
 
 The generic form (simulation, and any Verilog a user drops into their own design) is plain
 registers and `*`. Built for ECP5 (hw/device.py), a product that one 18x18 block can make
@@ -78,3 +79,32 @@ def _mult18x18d(m, a, b, out, new_signal, signed: bool) -> None:
         **ports,
     )
     m.d.comb += out.eq(p)  # truncates, or extends by the product's signedness
+
+
+def constant_product(value, c: int):
+    """value * c from shifts and a balanced tree of adders over the constant's canonical signed
+    digits (3840 = 4096 - 256 is one subtractor). For address arithmetic, where a DSP block
+    with unregistered ports would put its own delay and two long routes in one cycle."""
+    digits, n, k = [], c, 0
+    while n:
+        if n & 1:
+            d = 2 - (n & 3)  # +1 or -1: leaves no two adjacent nonzero digits
+            digits.append((d > 0, value << k if k else value))
+            n -= d
+        n >>= 1
+        k += 1
+    if not digits:
+        return Const(0, 1)
+    while len(digits) > 1:
+        pairs = [digits[j:j + 2] for j in range(0, len(digits), 2)]
+        digits = [p[0] if len(p) == 1 else _sum_signed(*p) for p in pairs]
+    positive, v = digits[0]
+    return v if positive else -v
+
+
+def _sum_signed(x, y):
+    (px, vx), (py, vy) = x, y
+    if px == py:
+        return px, vx + vy
+    return (True, vx - vy) if px else (True, vy - vx)
+

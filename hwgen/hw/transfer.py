@@ -27,9 +27,9 @@ from amaranth.lib.wiring import In, Out
 
 from .. import ir
 from ..loops import Counter
-from . import memchannel
+from . import dsp, memchannel
 from .counters import all_at_end, next_values
-from .datapath import build_comb
+from .datapath import KEEP, build_comb
 from .onchip import one_of, read_port, write_port
 from .pipe import port_name, used_names
 
@@ -134,17 +134,19 @@ class _TileUnit(wiring.Component):
 
     def origin_address(self, m):
         """(start, origin): `start` pulses the cycle after `go`; during it `origin` is base +
-        the tile origin's word offset. The offset's products are registered at `go` and summed
-        in the `start` cycle, so no multiplier sits in one cycle with an adder."""
+        the tile origin's word offset. Its products by constants (tile sizes, strides) are shifts
+        and adds registered at `go`, and summed in the `start` cycle, so no multiplier block
+        sits on the counters' path."""
         leaf = lambda n: getattr(self, f"ctr_{port_name(n.name)}")  # noqa: E731
         terms = []
         for e, stride in zip(self._origin, _strides(self._dram_shape)):
             if isinstance(e, ir.Const) and e.value == 0:
                 continue
-            v = build_comb(m, e, leaf, self._outer, lambda shape, hint: Signal(shape, name=f"origin_{hint}"))
+            v = build_comb(m, e, leaf, self._outer, lambda shape, hint: Signal(shape, name=f"origin_{hint}"),
+                           shift_add=True)
             term = Signal(self._addr_bits, name=f"origin_term{len(terms)}")
             with m.If(self.go):
-                m.d.sync += term.eq(v * stride)
+                m.d.sync += term.eq(dsp.constant_product(v, stride))
             terms.append(term)
         base = Signal(self._addr_bits, name="origin_base")
         with m.If(self.go):
@@ -296,10 +298,22 @@ class StoreUnit(_TileUnit):
         ]
         accepted = send_valid & self.wr.ready
         entry = (arr_addr, arr_data, arr_mask, arr_last)
+        # which slot the arriving beat fills; with L >= 1 it is known a cycle early, so each
+        # slot has its own enable flip-flops, one for each data word and one for the rest (not
+        # one valid flag fanned out to every slot's hundreds of flip-flops)
+        filled = Mux(flight[-2][0], Mux(arr_valid, tail.rotate_left(1), tail), 0) if L >= 1 else None
+        for k in range(depth):
+            pieces = [(q[k][1][w * wb:(w + 1) * wb], arr_data[w * wb:(w + 1) * wb]) for w in range(W)]
+            pieces.append((Cat(q[k][0], q[k][2], q[k][3]), Cat(arr_addr, arr_mask, arr_last)))
+            for p, (dst, src) in enumerate(pieces):
+                en = Signal(name=f"q{k}_en{p}", attrs=KEEP)
+                if L >= 1:
+                    m.d.sync += en.eq(filled[k])
+                else:
+                    m.d.comb += en.eq(arr_valid & tail[k])
+                with m.If(en):
+                    m.d.sync += dst.eq(src)
         with m.If(arr_valid):
-            for k in range(depth):
-                with m.If(tail[k]):
-                    m.d.sync += [a.eq(b) for a, b in zip(q[k], entry)]
             m.d.sync += tail.eq(tail.rotate_left(1))
         with m.If(accepted):
             m.d.sync += head.eq(head.rotate_left(1))
