@@ -120,3 +120,4 @@ def test_constant_product_matches_multiplication(c):
     sim.add_testbench(bench)
     sim.run()
     assert seen == [(v, v * c) for v in (-2048, -1, 0, 1, 7, 1000, 2047)]
+

@@ -19,11 +19,9 @@ A port serves `lanes` accesses per cycle; each lane gives one index per dimensio
 On the memory: `r<k>` / `w<k>` are the ports, `r<k>_buf` / `w<k>_buf` pick the buffer (when
 N-buffered); block RAM is split into banks, element idx living in bank (idx[d] % banks[d])_d
 at offset (idx[d] // banks[d])_d, the buffers of a bank stacked in one RAM; each bank has one
-read port per vector read port, fed by the lane that addresses it. A port may give, per lane, its
-bank as a constant (`static`), which wires lanes to banks directly instead of through a
-crossbar; for registers, the entries the lane can address, so that its multiplexer selects
-among those only. The planner guarantees that no two lanes of a port need one bank; two write
-ports never write one buffer in the same cycle.
+read port per vector read port, fed by the lane that addresses it. A port may give, per lane, its bank as a constant (`static`), which
+wires lanes to banks directly instead of through a crossbar. The planner guarantees that no
+two lanes of a port need one bank; two write ports never write one buffer in the same cycle.
 """
 
 from __future__ import annotations
@@ -74,17 +72,9 @@ def one_of(values: list):
     return 0 if out is None else out
 
 
-def _pick(entries: list, addr, reach: tuple):
-    """entries[addr] for an address known to be one of `reach`: an AND-OR over those only."""
-    if len(reach) == 1:
-        return entries[reach[0]]
-    return one_of([Mux(addr == e, entries[e], 0) for e in reach])
-
-
 class OnChipMem(wiring.Component):
     """Memory for one passes.memplan.MemPlan. `reads` / `writes`: one entry per port, the
-    number of lanes and, per lane, a constant bank tuple (block RAM) or the entries it can
-    reach (registers), or None."""
+    number of lanes and, per lane, a constant bank tuple or None."""
 
     def __init__(self, plan, reads: list, writes: list):
         self.plan = plan
@@ -134,18 +124,15 @@ class OnChipMem(wiring.Component):
             m.d.comb += sig.eq(addr)
             return sig
 
-        for k, (lanes, reach) in enumerate(self._reads):
+        for k, (lanes, _) in enumerate(self._reads):
             port = getattr(self, f"r{k}")
             buf = self._buf(m, f"r{k}")
             for lane in range(lanes):
                 addr = flat(port, lane)
-                if reach is not None:  # only the entries this lane can address
-                    per_copy = [_pick(c, addr, reach[lane]) for c in copies]
-                else:
-                    per_copy = [c[0] if size == 1 else select(c, addr) for c in copies]
+                per_copy = [c[0] if size == 1 else select(c, addr) for c in copies]
                 value = per_copy[0] if plan.depth == 1 else select(per_copy, buf)
                 m.d.comb += getattr(port, f"d{lane}").eq(value)
-        for k, (lanes, reach) in enumerate(self._writes):
+        for k, (lanes, _) in enumerate(self._writes):
             port = getattr(self, f"w{k}")
             buf = self._buf(m, f"w{k}")
             for lane in range(lanes):
@@ -154,7 +141,7 @@ class OnChipMem(wiring.Component):
                 addr = flat(port, lane)
                 for c in range(plan.depth):
                     hit = en if plan.depth == 1 else en & (buf == c)
-                    for e in range(size) if reach is None else reach[lane]:
+                    for e in range(size):
                         with m.If(hit if size == 1 else hit & (addr == e)):
                             m.d.sync += copies[c][e].eq(data)
 

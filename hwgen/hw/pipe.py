@@ -22,7 +22,6 @@ Members:
 from __future__ import annotations
 
 import itertools
-import math
 from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -36,7 +35,7 @@ from ..errors import ScheduleError
 from ..loops import AppendWrite, GroupWrite, Pipe, write_exprs
 from . import timing as tm
 from .counters import all_at_end, next_values
-from .datapath import KEEP, Datapath, dtype_shape, flat_address
+from .datapath import KEEP, Datapath, dtype_shape
 from .groupmem import update_port
 from .onchip import one_of, read_port, write_port
 
@@ -68,8 +67,7 @@ def pipe_exprs(pipe: Pipe) -> list:
 @dataclass
 class PortSpec:
     """A memory port of the pipe: its memory, the par counters its lanes run over, the lanes
-    (tuples of (counter, offset)), and `static`: each lane's constant bank (block RAM) or
-    reachable entries (registers), or None."""
+    (tuples of (counter, offset)), and each lane's constant bank (or None)."""
 
     mem: object
     counters: tuple
@@ -110,50 +108,9 @@ def _static_banks(idx, lanes, par: dict, plan) -> list | None:
     return out
 
 
-REACH_LIMIT = 64  # index combinations examined to find a lane's reachable entries
-
-
-def _reachable(idx, lanes, counters: dict, plan) -> list | None:
-    """For a register memory: each lane's reachable entries (flat positions, sorted), when
-    its subscripts are affine in this pipe's own counters and reach fewer entries than the
-    memory has; None otherwise. Lane l of `b + l` (b stepping by 16 over 32) reaches two
-    entries, so its read is a 2-way select, not a 32-way one."""
-    if plan.kind != "regs" or not plan.mem.shape:
-        return None
-    affs = [to_affine(e) for e in idx]
-    if any(a is None for a in affs):
-        return None
-    names = sorted({n for a in affs for n, c in a.terms if c})
-    if any(n not in counters for n in names):
-        return None
-    out = []
-    for lane in lanes:
-        offset = dict(lane)
-        choices = []
-        for n in names:
-            c = counters[n]
-            if c.par > 1:
-                choices.append([k * c.par + offset.get(n, 0) for k in range(-(-c.extent // c.par))])
-            else:
-                choices.append(range(c.extent))
-        if math.prod(len(v) for v in choices) > REACH_LIMIT:
-            return None
-        reach = set()
-        for combo in itertools.product(*choices):
-            value = dict(zip(names, combo))
-            pos = [a.const + sum(c * value[n] for n, c in a.terms if c) for a in affs]
-            if all(0 <= p < n for p, n in zip(pos, plan.mem.shape)):
-                reach.add(flat_address(pos, plan.mem.shape))
-        if len(reach) >= plan.mem.size:
-            return None
-        out.append(tuple(sorted(reach)))
-    return out
-
-
 def analyse(pipe: Pipe, plans: dict):
     """Timing, write plans and ports of a pipe (pure; the cycle model uses it too)."""
     par = {c.name: c.par for c in pipe.counters if c.par > 1}
-    counters = {c.name: c for c in pipe.counters}
     timing = tm.schedule(pipe_exprs(pipe), lambda mem: tm.read_timing(plans[mem.name]))
     reads, read_nodes = [], []
     for e in pipe_exprs(pipe):
@@ -164,9 +121,7 @@ def analyse(pipe: Pipe, plans: dict):
     for n in read_nodes:
         names = _par_used(n.idx, par)
         lanes = _lanes(names, par)
-        plan = plans[n.mem.name]
-        static = _static_banks(n.idx, lanes, par, plan) or _reachable(n.idx, lanes, counters, plan)
-        reads.append(PortSpec(n.mem, names, lanes, static))
+        reads.append(PortSpec(n.mem, names, lanes, _static_banks(n.idx, lanes, par, plans[n.mem.name])))
     writes, acc_reads, wplans = [], [], []
     for w in pipe.writes:
         if isinstance(w, (GroupWrite, AppendWrite)):
@@ -189,9 +144,7 @@ def analyse(pipe: Pipe, plans: dict):
                 reduce_lanes *= par[n]
         if w.op is None and reduce_lanes > 1:
             raise ScheduleError(f"the lanes of a parallel write to {w.mem.label or w.mem.name} collide")
-        plan = plans[w.mem.name]
-        static = _static_banks(w.idx, lanes, par, plan) or _reachable(w.idx, lanes, counters, plan)
-        spec = PortSpec(w.mem, names, lanes, static)
+        spec = PortSpec(w.mem, names, lanes, _static_banks(w.idx, lanes, par, plans[w.mem.name]))
         writes.append(spec)
         if w.op is not None:
             acc_reads.append(spec)
