@@ -209,9 +209,9 @@ def synthesize(design, target: str = "ecp5", device: str | None = None, freq: fl
     options = "-noabc9" if target == "ecp5" else ("-dsp" if dev.dsps else "")
     script = "; ".join([
         f"read_verilog {name}.v harness.v",
-        # flip-flops driving a `keep` wire (per-lane selects and copies of
-        # shared registers, hw/pipe.py and hw/datapath.py) keep themselves too,
-        # else opt_merge joins the lanes' identical registers into one with a chip-wide fan-out
+        # flip-flops driving a `keep` wire (per-lane selects, copies of shared registers, bank
+        # addresses: hw/pipe.py, hw/datapath.py, hw/bram.py) keep themselves too, else
+        # opt_merge joins the identical registers into one with a chip-wide fan-out
         "proc", "setattr -set keep 1 a:keep %ci1 t:$*dff* %i",
         f"{spec['yosys']} {options} -top hwgen_synth_top -noflatten -json synth.json",
     ])

@@ -24,6 +24,7 @@ from amaranth.hdl import ClockSignal, Const, Instance, Module, Shape, Signal
 from amaranth.lib.memory import Memory
 
 from . import device
+from .datapath import KEEP
 
 # DP16KD data width -> (entries, low address bits that are not part of the address)
 DP16KD_MODES = {18: (1024, 4), 9: (2048, 3), 4: (4096, 2), 2: (8192, 1), 1: (16384, 0)}
@@ -48,9 +49,11 @@ class BlockRam:
         self.shape, self.depth, self.name = Shape.cast(shape), depth, name
         abits = max(1, (depth - 1).bit_length())
         self.w_en = Signal(name=f"{name}_wen")
-        self.w_addr = Signal(abits, name=f"{name}_waddr")
+        # each bank keeps its own address registers (`keep`): banks that lanes address alike
+        # would otherwise share one, routed to block RAMs across the chip
+        self.w_addr = Signal(abits, name=f"{name}_waddr", attrs=KEEP)
         self.w_data = Signal(self.shape, name=f"{name}_wdata")
-        self.r_addr = [Signal(abits, name=f"{name}_raddr{k}") for k in range(reads)]
+        self.r_addr = [Signal(abits, name=f"{name}_raddr{k}", attrs=KEEP) for k in range(reads)]
         self.r_data = [Signal(self.shape, name=f"{name}_rdata{k}") for k in range(reads)]
 
     def elaborate_into(self, m: Module) -> None:
