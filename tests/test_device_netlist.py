@@ -106,18 +106,19 @@ def test_address_products_use_no_dsp_block():
 
 @pytest.mark.parametrize("c", [0, 1, -1, 3, 5, 7, 96, 3840, -3840, 12345, 2**20 - 1, -(2**19 + 3)])
 def test_constant_product_matches_multiplication(c):
-    x, y = Signal(signed(12)), Signal(signed(40))
+    x, y = Signal(signed(12)), Signal(signed(40))  # signed operand
+    u, z = Signal(12), Signal(signed(40))  # unsigned operand (a counter)
     m = Module()
-    m.d.comb += y.eq(constant_product(x, c))
+    m.d.comb += [y.eq(constant_product(x, c)), z.eq(constant_product(u, c))]
     seen = []
 
     async def bench(ctx):
         for v in (-2048, -1, 0, 1, 7, 1000, 2047):
             ctx.set(x, v)
-            seen.append((v, ctx.get(y)))
+            ctx.set(u, v % 4096)
+            seen.append((ctx.get(y), ctx.get(z)))
 
     sim = Simulator(m)
     sim.add_testbench(bench)
     sim.run()
-    assert seen == [(v, v * c) for v in (-2048, -1, 0, 1, 7, 1000, 2047)]
-
+    assert seen == [(v * c, (v % 4096) * c) for v in (-2048, -1, 0, 1, 7, 1000, 2047)]

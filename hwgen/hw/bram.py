@@ -24,7 +24,7 @@ from amaranth.hdl import ClockSignal, Const, Instance, Module, Shape, Signal
 from amaranth.lib.memory import Memory
 
 from . import device
-from .datapath import KEEP
+from .device import KEEP
 
 # DP16KD data width -> (entries, low address bits that are not part of the address)
 DP16KD_MODES = {18: (1024, 4), 9: (2048, 3), 4: (4096, 2), 2: (8192, 1), 1: (16384, 0)}

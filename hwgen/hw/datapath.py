@@ -19,6 +19,7 @@ from amaranth.lib.memory import Memory
 from .. import ir
 from ..ranges import value_range
 from . import divider, dsp
+from .device import KEEP
 from .timing import Timing, divider_bits, latency_of, wide_mul
 
 
@@ -41,7 +42,6 @@ def range_shape(lo: int, hi: int) -> Shape:
 
 
 FANOUT = 4  # lanes that one register of a shared value drives
-KEEP = {"keep": 1}  # on a register: synthesis must not merge it with its twins (hwgen/synth.py)
 
 
 class Datapath:
@@ -99,9 +99,11 @@ class Datapath:
     def at(self, node, stage: int, lane: tuple = ()):
         """`node`'s value at pipeline `stage` (not before the stage it is computed in).
 
-        A value that many lanes share and that is carried in registers reaches them through a
-        copy of its last register for each group of FANOUT lanes (marked `keep`, so synthesis
-        does not merge the copies back): one flip-flop drives a few nearby lanes, not all."""
+        A value that lanes share and that is carried in registers reaches them through copies
+        of its last register: one per group of FANOUT lanes along the last par counter it does
+        not depend on (and per lane of any other such counter), marked `keep` so that synthesis
+        does not merge them back. The first group uses the ordinary register. One flip-flop
+        drives a few nearby lanes, not all of them; no stage is added."""
         full = lane
         lane = self.project(node, lane)
         value = self.made(node, lane)

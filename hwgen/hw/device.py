@@ -13,6 +13,8 @@ import contextlib
 import contextvars
 
 TARGETS = ("ecp5",)
+# on a register: synthesis must not merge it with its identical twins (hwgen/synth.py)
+KEEP = {"keep": 1}
 _target = contextvars.ContextVar("hwgen_device_target", default=None)
 
 

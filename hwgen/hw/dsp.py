@@ -85,26 +85,26 @@ def constant_product(value, c: int):
     """value * c from shifts and a balanced tree of adders over the constant's canonical signed
     digits (3840 = 4096 - 256 is one subtractor). For address arithmetic, where a DSP block
     with unregistered ports would put its own delay and two long routes in one cycle."""
-    digits, n, k = [], c, 0
+    terms, n, k = [], c, 0  # (sign, value << k) for each nonzero digit
     while n:
         if n & 1:
             d = 2 - (n & 3)  # +1 or -1: leaves no two adjacent nonzero digits
-            digits.append((d > 0, value << k if k else value))
+            terms.append((d > 0, value << k if k else value))
             n -= d
         n >>= 1
         k += 1
-    if not digits:
+    if not terms:
         return Const(0, 1)
-    while len(digits) > 1:
-        pairs = [digits[j:j + 2] for j in range(0, len(digits), 2)]
-        digits = [p[0] if len(p) == 1 else _sum_signed(*p) for p in pairs]
-    positive, v = digits[0]
+    while len(terms) > 1:
+        pairs = [terms[j:j + 2] for j in range(0, len(terms), 2)]
+        terms = [p[0] if len(p) == 1 else _sum_signed(*p) for p in pairs]
+    positive, v = terms[0]
     return v if positive else -v
 
 
 def _sum_signed(x, y):
+    """The sum of two signed terms (sign, value), as a signed term."""
     (px, vx), (py, vy) = x, y
     if px == py:
         return px, vx + vy
     return (True, vx - vy) if px else (True, vy - vx)
-

@@ -35,7 +35,8 @@ from ..errors import ScheduleError
 from ..loops import AppendWrite, GroupWrite, Pipe, write_exprs
 from . import timing as tm
 from .counters import all_at_end, next_values
-from .datapath import KEEP, Datapath, dtype_shape
+from .datapath import Datapath, dtype_shape
+from .device import KEEP
 from .groupmem import update_port
 from .onchip import one_of, read_port, write_port
 

@@ -29,7 +29,8 @@ from .. import ir
 from ..loops import Counter
 from . import dsp, memchannel
 from .counters import all_at_end, next_values
-from .datapath import KEEP, build_comb
+from .datapath import build_comb
+from .device import KEEP
 from .onchip import one_of, read_port, write_port
 from .pipe import port_name, used_names
 
@@ -136,7 +137,7 @@ class _TileUnit(wiring.Component):
         """(start, origin): `start` pulses the cycle after `go`; during it `origin` is base +
         the tile origin's word offset. Its products by constants (tile sizes, strides) are shifts
         and adds registered at `go`, and summed in the `start` cycle, so no multiplier block
-        sits on the counters' path."""
+        sits on the counters' path (a product of two counters would still be a multiplier)."""
         leaf = lambda n: getattr(self, f"ctr_{port_name(n.name)}")  # noqa: E731
         terms = []
         for e, stride in zip(self._origin, _strides(self._dram_shape)):
@@ -297,7 +298,6 @@ class StoreUnit(_TileUnit):
             self.wr.mask.eq(out[2]),
         ]
         accepted = send_valid & self.wr.ready
-        entry = (arr_addr, arr_data, arr_mask, arr_last)
         # which slot the arriving beat fills; with L >= 1 it is known a cycle early, so each
         # slot has its own enable flip-flops, one for each data word and one for the rest (not
         # one valid flag fanned out to every slot's hundreds of flip-flops)
