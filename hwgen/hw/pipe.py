@@ -22,6 +22,7 @@ Members:
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
@@ -38,7 +39,9 @@ from .counters import all_at_end, next_values
 from .datapath import Datapath, dtype_shape
 from .device import KEEP
 from .groupmem import update_port
-from .onchip import one_of, read_port, write_port
+from .onchip import congruent_banks, one_of, read_port, write_port
+
+SELECT_SLICE = 8  # data bits that one forwarding select flip-flop drives
 
 
 def port_name(name: str) -> str:
@@ -68,12 +71,12 @@ def pipe_exprs(pipe: Pipe) -> list:
 @dataclass
 class PortSpec:
     """A memory port of the pipe: its memory, the par counters its lanes run over, the lanes
-    (tuples of (counter, offset)), and each lane's constant bank (or None)."""
+    (tuples of (counter, offset)), and each lane's reach (the banks it can address; None: any)."""
 
     mem: object
     counters: tuple
     lanes: list
-    static: list | None
+    reach: list | None
 
 
 def _lanes(names, par: dict) -> list:
@@ -89,23 +92,29 @@ def _par_used(idx, par: dict) -> tuple:
     return tuple(sorted(used))
 
 
-def _static_banks(idx, lanes, par: dict, plan) -> list | None:
-    """Each lane's bank when it is the same in every iteration (None when it is not)."""
+def _reach_banks(idx, lanes, par: dict, plan) -> list | None:
+    """Each lane's reach: the banks it can address over the whole pipe, as a tuple of bank
+    tuples (one bank: a constant wire). None: any bank (registers, or a data-dependent
+    subscript along a banked dimension). Along a dimension of B banks, an affine subscript
+    moves in multiples of g = gcd(B, every counter's step), so a lane stays in the banks
+    congruent to its starting one modulo g."""
     if plan.kind != "sram":
         return None
     if any(to_affine(e) is None and b > 1 for e, b in zip(idx, plan.banks)):
-        return None  # a data-dependent subscript along a banked dimension
+        return None
     affs = affine_parts(idx, par)
+    grains = []
     for a, b in zip(affs, plan.banks):
+        g = b
         for n, c in a.terms:
-            step = c * par[n] if n in par else c
-            if b > 1 and step % b:
-                return None
+            g = math.gcd(g, c * par[n] if n in par else c)
+        grains.append(g)
     out = []
     for lane in lanes:
         value = dict(lane)
-        out.append(tuple((a.const + sum(c * value.get(n, 0) for n, c in a.terms if n in par)) % b
-                         for a, b in zip(affs, plan.banks)))
+        starts = [(a.const + sum(c * value.get(n, 0) for n, c in a.terms if n in par)) % g
+                  for a, g in zip(affs, grains)]
+        out.append(congruent_banks(starts, grains, plan.banks))
     return out
 
 
@@ -122,7 +131,7 @@ def analyse(pipe: Pipe, plans: dict):
     for n in read_nodes:
         names = _par_used(n.idx, par)
         lanes = _lanes(names, par)
-        reads.append(PortSpec(n.mem, names, lanes, _static_banks(n.idx, lanes, par, plans[n.mem.name])))
+        reads.append(PortSpec(n.mem, names, lanes, _reach_banks(n.idx, lanes, par, plans[n.mem.name])))
     writes, acc_reads, wplans = [], [], []
     for w in pipe.writes:
         if isinstance(w, (GroupWrite, AppendWrite)):
@@ -145,7 +154,7 @@ def analyse(pipe: Pipe, plans: dict):
                 reduce_lanes *= par[n]
         if w.op is None and reduce_lanes > 1:
             raise ScheduleError(f"the lanes of a parallel write to {w.mem.label or w.mem.name} collide")
-        spec = PortSpec(w.mem, names, lanes, _static_banks(w.idx, lanes, par, plans[w.mem.name]))
+        spec = PortSpec(w.mem, names, lanes, _reach_banks(w.idx, lanes, par, plans[w.mem.name]))
         writes.append(spec)
         if w.op is not None:
             acc_reads.append(spec)
@@ -362,7 +371,8 @@ class PipeUnit(wiring.Component):
         `coming`/`writing`: the valid flags one stage before the write and of the write.
         The selects are alike in every lane; they are marked `keep` so that synthesis keeps
         each lane's own flip-flops (hwgen/synth.py) instead of merging them into one that
-        drives every lane across the chip."""
+        drives every lane across the chip, and each lane has one for every SELECT_SLICE bits
+        of the word, so that the accumulator's loop starts from a flip-flop of small fanout."""
         history = []  # the writes of the last `depth` cycles, newest first
         prev_idx, prev_data, prev_valid = idx, new, writing
         for h in range(depth):
@@ -391,17 +401,27 @@ class PipeUnit(wiring.Component):
                 sames.append(r)
         else:  # one stage early, one write behind: the write happening now, then the history
             sames = [same(w_idx, w_valid, early_idx) for w_idx, w_valid in [(idx, writing)] + older[:depth - 1]]
+        width = len(new)
+        slices = [slice(lo, min(lo + SELECT_SLICE, width)) for lo in range(0, width, SELECT_SLICE)]
+
+        def pick(hit, value, label):
+            """value where the registered `hit`, else 0: each slice of SELECT_SLICE bits has
+            its own select flip-flop, so none drives the whole word."""
+            parts = []
+            for n, bits in enumerate(slices):
+                sel = Signal(name=f"fw_{name}_sel{label}_{n}", attrs=KEEP)
+                m.d.sync += sel.eq(hit)
+                parts.append(Mux(sel, value[bits], 0))
+            return Cat(*parts)
+
         taken = Const(0, 1) if clear is None else clear
         picks = []
         for j, hit in enumerate(sames):  # newest first: the first match wins
-            sel = Signal(name=f"fw_{name}_sel{j}", attrs=KEEP)
-            m.d.sync += sel.eq(hit & ~taken)
+            picks.append(pick(hit & ~taken, history[j][1], j))
             taken = taken | hit
-            picks.append(Mux(sel, history[j][1], 0))
-        from_ram = Signal(name=f"fw_{name}_sel_ram", attrs=KEEP)
-        m.d.sync += from_ram.eq(~taken)
+        picks.append(pick(~taken, old, "_ram"))
         result = Signal.like(new, name=f"fw_{name}_old")
-        m.d.comb += result.eq(one_of(picks + [Mux(from_ram, old, 0)]))
+        m.d.comb += result.eq(one_of(picks))
         return result
 
     def _tree(self, dp: Datapath, w, plan, lane, reduce_names, L):

@@ -33,7 +33,7 @@ from .datapath import dtype_shape
 from .groupmem import ROLES, GroupMem
 from .onchip import OnChipMem
 from .pipe import PipeUnit, port_name
-from .transfer import LoadUnit, StoreUnit, static_banks
+from .transfer import LoadUnit, StoreUnit, reach_banks
 
 
 class _Node:
@@ -141,7 +141,7 @@ class KernelTop(wiring.Component):
             m.d.sync += [self.busy.eq(0), self.done.eq(1)]
         m.d.comb += self.tree.unit.go.eq(root_go)
 
-        ports = {name: {"r": [], "w": []} for name in self.plans}  # mem -> ports (iface, lanes, static, buf)
+        ports = {name: {"r": [], "w": []} for name in self.plans}  # mem -> ports (iface, lanes, reach, buf)
 
         def buffer(mem, stages: dict):
             plan = self.plans[mem.name]
@@ -159,16 +159,16 @@ class KernelTop(wiring.Component):
                 for n in unit.params_used:
                     m.d.comb += getattr(unit, f"arg_{port_name(n)}").eq(args[n])
                 for k, spec in enumerate(unit.read_ports):
-                    ports[spec.mem.name]["r"].append((getattr(unit, f"r{k}"), len(spec.lanes), spec.static, buffer(spec.mem, stages)))
+                    ports[spec.mem.name]["r"].append((getattr(unit, f"r{k}"), len(spec.lanes), spec.reach, buffer(spec.mem, stages)))
                 for k, spec in enumerate(unit.write_ports):
-                    ports[spec.mem.name]["w"].append((getattr(unit, f"w{k}"), len(spec.lanes), spec.static, buffer(spec.mem, stages)))
+                    ports[spec.mem.name]["w"].append((getattr(unit, f"w{k}"), len(spec.lanes), spec.reach, buffer(spec.mem, stages)))
             if isinstance(unit, (LoadUnit, StoreUnit)):
                 ctrl = node.ctrl
                 m.d.comb += unit.base.eq(bases[ctrl.dram.name])
                 shape = ctrl.mem.shape if isinstance(unit, LoadUnit) else ctrl.shape
-                static = static_banks(shape, self.dram.words_per_cycle, self.plans[ctrl.mem.name]) \
+                reach = reach_banks(shape, self.dram.words_per_cycle, self.plans[ctrl.mem.name]) \
                     if ctrl.mem.shape == shape else None
-                entry = (unit.port, unit.lanes, static, buffer(ctrl.mem, stages))
+                entry = (unit.port, unit.lanes, reach, buffer(ctrl.mem, stages))
                 ports[ctrl.mem.name]["w" if isinstance(unit, LoadUnit) else "r"].append(entry)
                 if isinstance(unit, StoreUnit) and ctrl.limit is not None:
                     ports[ctrl.limit.mem.name]["r"].append((("limit", unit), 1, None, None))

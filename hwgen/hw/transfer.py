@@ -21,6 +21,8 @@ or wr), and `port`: the tile memory's vector port, one lane per word of a beat.
 
 from __future__ import annotations
 
+import math
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -31,7 +33,7 @@ from . import dsp, memchannel
 from .counters import all_at_end, next_values
 from .datapath import build_comb
 from .device import KEEP
-from .onchip import one_of, read_port, write_port
+from .onchip import congruent_banks, one_of, read_port, write_port
 from .pipe import port_name, used_names
 
 
@@ -51,12 +53,16 @@ def lanes_of(shape, words: int) -> int:
     return min(words, shape[-1]) if shape else 1
 
 
-def static_banks(shape, words: int, plan) -> list | None:
-    """Each word lane's bank, when it is the same for every beat."""
+def reach_banks(shape, words: int, plan) -> list | None:
+    """Each word lane's reach (the banks it can address, as in OnChipMem), or None for any.
+    Word k of a beat is at column beat * words + k, so along the last dimension's B banks it
+    stays in the banks congruent to k modulo gcd(B, words); rows reach every bank."""
     lanes = lanes_of(shape, words)
-    if plan.kind != "sram" or any(b > 1 for b in plan.banks[:-1]) or words % plan.banks[-1]:
+    if plan.kind != "sram":
         return None
-    return [tuple([0] * (len(shape) - 1) + [k % plan.banks[-1]]) for k in range(lanes)]
+    grains = [1] * (len(plan.banks) - 1) + [math.gcd(plan.banks[-1], words)]
+    return [congruent_banks([0] * (len(grains) - 1) + [k % grains[-1]], grains, plan.banks)
+            for k in range(lanes)]
 
 
 def _strides(shape) -> list:
@@ -285,11 +291,17 @@ class StoreUnit(_TileUnit):
         # every beat goes through it, so the channel's ready never reaches a queue register
         depth = L + 2
         count = Signal(range(depth + 1))
-        head = Signal(depth, init=1)  # one-hot: the oldest beat
+        # one-hot: the oldest beat; one copy for each data word's output multiplexer and one
+        # for addr/mask/last, all rotating together, so no flip-flop drives the whole ring output
+        heads = [Signal(depth, init=1, name=f"head{p}", attrs=KEEP) for p in range(W + 1)]
         tail = Signal(depth, init=1)  # one-hot: where the arriving beat goes
         q = [(Signal(self._addr_bits, name=f"q{k}_addr"), Signal(W * wb, name=f"q{k}_data"),
               Signal(W, name=f"q{k}_mask"), Signal(name=f"q{k}_last")) for k in range(depth)]
-        out = [one_of([Mux(head[k], q[k][f], 0) for k in range(depth)]) for f in range(4)]
+
+        def oldest(field: int, head, bits=slice(None)):
+            return one_of([Mux(head[k], q[k][field][bits], 0) for k in range(depth)])
+        data = Cat(*[oldest(1, heads[w], slice(w * wb, (w + 1) * wb)) for w in range(W)])
+        out = [oldest(0, heads[W]), data, oldest(2, heads[W]), oldest(3, heads[W])]
         send_valid = count != 0
         m.d.comb += [
             self.wr.valid.eq(send_valid),
@@ -316,7 +328,7 @@ class StoreUnit(_TileUnit):
         with m.If(arr_valid):
             m.d.sync += tail.eq(tail.rotate_left(1))
         with m.If(accepted):
-            m.d.sync += head.eq(head.rotate_left(1))
+            m.d.sync += [head.eq(head.rotate_left(1)) for head in heads]
         m.d.sync += count.eq(count + arr_valid - accepted)
         # fetch while the ring has room for this beat and every beat still on its way: `owed`
         # counts the beats fetched and not yet sent (those in flight plus those in the ring),
