@@ -20,7 +20,7 @@ from .. import ir
 from ..ranges import value_range
 from . import divider, dsp
 from .device import KEEP
-from .timing import Timing, divider_bits, latency_of, wide_mul
+from .timing import Timing, divider_bits, latency_of, multiplier, wide_mul
 
 
 def dtype_shape(dtype) -> Shape:
@@ -54,7 +54,8 @@ class Datapath:
     whose indices are valid at `stage` and returns its data, valid `mem_latency(mem)` later.
     """
 
-    def __init__(self, m, timing: Timing, extents: dict, leaf, static, read, mem_latency, deps, name="dp"):
+    def __init__(self, m, timing: Timing, extents: dict, leaf, static, read, mem_latency, deps, name="dp",
+                 spread=None):
         self.m = m
         self.timing = timing
         self.extents = extents
@@ -63,6 +64,7 @@ class Datapath:
         self.read = read
         self.mem_latency = mem_latency
         self.deps = deps
+        self.spread = spread
         self.name = name
         self._made: dict = {}
         self._delayed: dict = {}
@@ -96,14 +98,16 @@ class Datapath:
         deps = self.deps(node)
         return tuple(sorted((n, v) for n, v in lane if n in deps))
 
-    def at(self, node, stage: int, lane: tuple = ()):
+    def at(self, node, stage: int, lane: tuple = (), per_lane: bool = False):
         """`node`'s value at pipeline `stage` (not before the stage it is computed in).
 
         A value that lanes share and that is carried in registers reaches them through copies
         of its last register: one per group of FANOUT lanes along the last par counter it does
         not depend on (and per lane of any other such counter), marked `keep` so that synthesis
         does not merge them back. The first group uses the ordinary register. One flip-flop
-        drives a few nearby lanes, not all of them; no stage is added."""
+        drives a few nearby lanes, not all of them; no stage is added. `per_lane` (a
+        multiplier's operand that timing.schedule carried two stages): the last register
+        is copied for each lane, fed by its group's copy a stage earlier."""
         full = lane
         lane = self.project(node, lane)
         value = self.made(node, lane)
@@ -111,6 +115,15 @@ class Datapath:
             return value
         made, shape = self.timing.stage[node], self.shape(node)
         sharing = [v for n, v in sorted(full) if (n, v) not in lane]
+        if per_lane and sharing and stage - made >= 2:
+            key = ("lane", node, lane, tuple(sharing), stage)
+            found = self._copies.get(key)
+            if found is None:
+                found = Signal(shape, name=f"{self.name}_l{stage}_{self._n}", attrs=KEEP)
+                self._n += 1
+                self.m.d.sync += found.eq(self.at(node, stage - 1, full))
+                self._copies[key] = found
+            return found
         group = tuple(sharing[:-1]) + (sharing[-1] // FANOUT,) if sharing else ()
         if stage == made or not any(group):
             return self.delay(value, made, stage, (node, lane), shape)
@@ -160,7 +173,8 @@ class Datapath:
             return self.read(node, idx, stage, lane)
         out = self.signal(self.shape(node), type(node).__name__.lower()[:3] + "_")
         operand_stage = self.timing.stage[node] - self._latency(node)
-        operands = [self.at(c, operand_stage, lane) for c in ir.children(node)]
+        spread = self.spread if self.spread is not None and multiplier(node) else (lambda *_: False)
+        operands = [self.at(c, operand_stage, lane, spread(node, c)) for c in ir.children(node)]
         if isinstance(node, ir.Table) and self._latency(node):
             return self._rom(node, operands[0], out)
         if isinstance(node, ir.Binary) and node.op == "mul" and self._latency(node) >= 2:

@@ -36,7 +36,7 @@ from ..errors import ScheduleError
 from ..loops import AppendWrite, GroupWrite, Pipe, write_exprs
 from . import timing as tm
 from .counters import all_at_end, next_values
-from .datapath import Datapath, dtype_shape
+from .datapath import FANOUT, Datapath, dtype_shape
 from .device import KEEP
 from .groupmem import update_port
 from .onchip import congruent_banks, one_of, read_port, write_port
@@ -118,10 +118,43 @@ def _reach_banks(idx, lanes, par: dict, plan) -> list | None:
     return out
 
 
+def par_deps(par: dict):
+    """deps(node): the par counters (names in `par`) that `node`'s value depends on."""
+    memo = {}
+
+    def deps(node):
+        found = memo.get(node)
+        if found is None:
+            if isinstance(node, ir.Index):
+                found = frozenset([node.name]) & frozenset(par)
+            else:
+                found = frozenset().union(*[deps(c) for c in ir.children(node)]) if ir.children(node) else frozenset()
+            memo[node] = found
+        return found
+
+    return deps
+
+
+def broadcast(par: dict):
+    """spread(node, operand): `operand` is shared by more than FANOUT lanes of `node` (it
+    does not depend on par counters that `node` does). Such an operand of a multiplier reaches
+    the DSP blocks of its lanes through two registers: copies for groups of FANOUT lanes,
+    then one copy for each lane beside its blocks (timing.schedule, Datapath.at)."""
+    deps = par_deps(par)
+
+    def spread(node, operand) -> bool:
+        lanes = 1
+        for name in deps(node) - deps(operand):
+            lanes *= par[name]
+        return lanes > FANOUT
+
+    return spread
+
+
 def analyse(pipe: Pipe, plans: dict):
     """Timing, write plans and ports of a pipe (pure; the cycle model uses it too)."""
     par = {c.name: c.par for c in pipe.counters if c.par > 1}
-    timing = tm.schedule(pipe_exprs(pipe), lambda mem: tm.read_timing(plans[mem.name]))
+    timing = tm.schedule(pipe_exprs(pipe), lambda mem: tm.read_timing(plans[mem.name]), broadcast(par))
     reads, read_nodes = [], []
     for e in pipe_exprs(pipe):
         for n in ir.walk(e):
@@ -211,21 +244,6 @@ class PipeUnit(wiring.Component):
     def iterations(self) -> int:
         return self.pipe.iterations
 
-    def _deps(self):
-        memo = {}
-
-        def deps(node):
-            found = memo.get(node)
-            if found is None:
-                if isinstance(node, ir.Index):
-                    found = frozenset([node.name]) & frozenset(self.par)
-                else:
-                    found = frozenset().union(*[deps(c) for c in ir.children(node)]) if ir.children(node) else frozenset()
-                memo[node] = found
-            return found
-
-        return deps
-
     def elaborate(self, platform):
         m = Module()
         counters = self.pipe.counters
@@ -274,7 +292,8 @@ class PipeUnit(wiring.Component):
             return getattr(port, f"d{pos}")
 
         dp = Datapath(m, self.timing, self.extents, leaf, static, read,
-                      lambda mem: self.plans[mem.name].latency, self._deps(), name="n")
+                      lambda mem: self.plans[mem.name].latency, par_deps(self.par), name="n",
+                      spread=broadcast(self.par))
         acc_port, k, group = len(self.read_nodes), 0, 0
         for w, plan in zip(self.pipe.writes, self.write_plans):
             if isinstance(w, GroupWrite):

@@ -68,14 +68,14 @@ def latency_of(node) -> int:
         return bits[0] + 2
     if wide_mul(node):
         return 4
-    if _multiplier(node):
+    if multiplier(node):
         return 2
     if isinstance(node, ir.Binary):
         return _REGISTERED.get(node.op, 0)
     return 0
 
 
-def _multiplier(node) -> bool:
+def multiplier(node) -> bool:
     """A product of two variable operands (one or more DSP blocks). Its operands are taken
     from flip-flops: an operand computed by logic in its stage is carried a stage later, so
     the long route into the blocks starts at a register."""
@@ -171,8 +171,10 @@ def read_timing(plan) -> tuple:
     return plan.latency, 0, 0
 
 
-def schedule(exprs, reads) -> Timing:
-    """Schedule every node of `exprs`; `reads(mem)` gives a read's (latency, before, after)."""
+def schedule(exprs, reads, spread=None) -> Timing:
+    """Schedule every node of `exprs`; `reads(mem)` gives a read's (latency, before, after).
+    `spread(node, operand)`: the multiplier `node`'s `operand` goes to many lanes, so it is
+    taken two stages after it is made (a register per group of lanes, then per lane)."""
     timing = Timing()
 
     def visit(node):
@@ -185,8 +187,10 @@ def schedule(exprs, reads) -> Timing:
             s, d = place_at([timing.ready(i) for i in node.idx], before, lat, after)
         elif latency_of(node):
             ready = [timing.ready(c) for c in ir.children(node)]
-            if _multiplier(node):  # operands from flip-flops: the route to a DSP block is long
-                ready = [(s + 1, 0) if d > 0 else (s, d) for s, d in ready]
+            if multiplier(node):  # operands from flip-flops: the route to a DSP block is long
+                wide = [spread is not None and spread(node, c) for c in ir.children(node)]
+                ready = [(s + 2, 0) if far else (s + 1, 0) if d > 0 else (s, d)
+                         for (s, d), far in zip(ready, wide)]
             s, d = place_at(ready, 0, latency_of(node))
         else:
             s, d = place(timing, _operands(node), op_cost(node))
