@@ -75,11 +75,12 @@ class Kernel:
 
         return simulate(self, args, waves=waves, dram=dram, seed=seed, monitor=monitor, target=target)
 
-    def verify(self, *args, waves=False, dram=None, seed=None, target=None):
-        """Simulate and compare every output with the golden model (raises MismatchError)."""
+    def verify(self, *args, waves=False, dram=None, seed=None, target=None, runs=1):
+        """Simulate and compare every output with the golden model (raises MismatchError).
+        `runs`: run the kernel that many times without a reset in between; the last is checked."""
         from .simulate import verify
 
-        return verify(self, args, waves=waves, dram=dram, seed=seed, target=target)
+        return verify(self, args, waves=waves, dram=dram, seed=seed, target=target, runs=runs)
 
     def synthesize(self, target="ecp5", device=None, out_dir="rtl_out", freq=100.0, dram=None) -> dict:
         """Build, then synthesize and place-and-route with Yosys and nextpnr (see synth.py);

@@ -58,9 +58,11 @@ def _low(v: Val, bits: int) -> Val:
 
 
 def _shift(value: Val, amount: Val) -> Val:
-    """value * 2**amount for a signed amount, rounded down (shifts by 64 or more give 0)."""
-    left = where(amount > 0, amount, _i(0))
-    right = where(amount < 0, -amount, _i(0))
+    """value * 2**amount for a signed amount, rounded down (shifts by 64 or more give 0).
+    The amounts are maxima with 0, so that their ranges (hwgen/ranges.py) start at 0 and the
+    shifters are only as deep as the amounts need."""
+    left = binary("max", amount, _i(0))
+    right = binary("max", -amount, _i(0))
     return binary("shr", binary("shl", value, left), right)
 
 

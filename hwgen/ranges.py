@@ -33,6 +33,10 @@ def _range(node, extents, memo):
         lo, hi = value_range(node.a, extents, memo)
         lo, hi = lo << node.b.value, hi << node.b.value
         return (lo, hi) if dt.fits(lo) and dt.fits(hi) else full
+    if isinstance(node, ir.Binary) and node.op == "shr" and isinstance(node.b, ir.Const) \
+            and 0 <= node.b.value < dt.bits:  # floor division by a power of two: monotonic
+        lo, hi = value_range(node.a, extents, memo)
+        return lo >> node.b.value, hi >> node.b.value
     if isinstance(node, ir.Binary) and node.op in ir.COMPARE:
         return 0, 1
     if isinstance(node, ir.Cast):

@@ -70,11 +70,13 @@ def _signed(bits: int, dtype):
 
 
 def simulate(kernel, args, waves: bool = False, dram: DramConfig | None = None, seed=None,
-             out_dir="rtl_out", monitor=None, target: str | None = None) -> SimResult:
+             out_dir="rtl_out", monitor=None, target: str | None = None, runs: int = 1) -> SimResult:
     """`monitor`: controller instance names (or True for all) whose runs to record in
     `SimResult.timeline` as lists of (go cycle, done cycle), counted from start.
     `target` ("ecp5"): simulate the netlist built for that device's synthesis (multipliers and
-    block RAMs as its primitives, run on models of them in sim/) instead of the generic one."""
+    block RAMs as its primitives, run on models of them in sim/) instead of the generic one.
+    `runs`: run the kernel this many times back to back without a reset (the same inputs; the
+    last run's outputs and cycles are reported): hardware must not depend on its reset state."""
     loc = user_loc()
     values = check_args(kernel.name, kernel.params, tuple(args))
     dram = dram or DramConfig()
@@ -108,7 +110,7 @@ def simulate(kernel, args, waves: bool = False, dram: DramConfig | None = None, 
         units = sorted(design.component.unit_names.values()) if monitor is True else list(monitor or [])
         flags = [f"overflow_{g.name}" for g in design.program.groups]
         config = {"inputs": inputs, "results": [f"res_{s.name}" for s in design.program.scalar_outs] + flags,
-                  "timeout_cycles": timeout, "monitor": units}
+                  "timeout_cycles": timeout, "monitor": units, "runs": runs}
         (work / "config.json").write_text(json.dumps(config))
         plusargs = [f"+DRAM_IN={work / 'dram_in.hex'}", f"+DRAM_OUT={work / 'dram_out.hex'}",
                     f"+DRAM_LATENCY={dram.latency}", f"+DRAM_JITTER={dram.jitter}",
@@ -119,6 +121,11 @@ def simulate(kernel, args, waves: bool = False, dram: DramConfig | None = None, 
         except runner.ToolError as e:
             raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
         result = json.loads((work / "result.json").read_text())
+        if result.get("earlier_runs", 0) != runs - 1:
+            raise SimulationError(
+                f"kernel '{kernel.name}': run {result['earlier_runs'] + 1} of {runs} (without a reset "
+                f"after the first) did not finish within {timeout} cycles", loc
+            )
         if result.get("timeout"):
             raise SimulationError(
                 f"kernel '{kernel.name}' did not finish within {timeout} cycles (predicted "
@@ -174,10 +181,10 @@ def simulate(kernel, args, waves: bool = False, dram: DramConfig | None = None, 
 
 
 def verify(kernel, args, waves: bool = False, dram: DramConfig | None = None, seed=None,
-           target: str | None = None) -> SimResult:
+           target: str | None = None, runs: int = 1) -> SimResult:
     loc = user_loc()
     expected = kernel(*args)
-    sim = simulate(kernel, args, waves=waves, dram=dram, seed=seed, target=target)
+    sim = simulate(kernel, args, waves=waves, dram=dram, seed=seed, target=target, runs=runs)
     want = expected if isinstance(expected, tuple) else (expected,)
     got = sim.outputs if isinstance(sim.outputs, tuple) else (sim.outputs,)
     for port, e, g in zip(kernel.results, want, got):

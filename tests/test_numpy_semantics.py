@@ -157,7 +157,7 @@ def _random_expression(draw, params):
     """A random traced expression over the Vals in `params` (numpy typing rules apply)."""
     vals = list(params)
     for _ in range(draw(st.integers(2, 7))):
-        kind = draw(st.sampled_from(["bin", "bin", "bin", "cast", "where", "unary", "const"]))
+        kind = draw(st.sampled_from(["bin", "bin", "bin", "cast", "where", "unary", "const", "shift"]))
         a = draw(st.sampled_from(vals))
         b = draw(st.sampled_from(vals))
         try:
@@ -170,6 +170,8 @@ def _random_expression(draw, params):
                 v = hw.where(a.astype(hw.bool_), a, b)
             elif kind == "unary":
                 v = draw(st.sampled_from([lambda x: -x, lambda x: ~x, abs]))(a)
+            elif kind == "shift":  # an amount of known range: the shifter uses only its bits
+                v = apply(draw(st.sampled_from(["<<", ">>"])), a, b & draw(st.integers(0, 70)))
             else:
                 v = apply(draw(st.sampled_from(["+", "*", "&", ">>"])), a, draw(st.integers(0, 5)))
         except hw.HwgenError:

@@ -51,10 +51,10 @@ class BlockRam:
         self.w_en = Signal(name=f"{name}_wen")
         # each bank keeps its own address registers (`keep`): banks that lanes address alike
         # would otherwise share one, routed to block RAMs across the chip
-        self.w_addr = Signal(abits, name=f"{name}_waddr", attrs=KEEP)
-        self.w_data = Signal(self.shape, name=f"{name}_wdata")
-        self.r_addr = [Signal(abits, name=f"{name}_raddr{k}", attrs=KEEP) for k in range(reads)]
-        self.r_data = [Signal(self.shape, name=f"{name}_rdata{k}") for k in range(reads)]
+        self.w_addr = Signal(abits, name=f"{name}_waddr", attrs=KEEP, reset_less=True)
+        self.w_data = Signal(self.shape, name=f"{name}_wdata", reset_less=True)
+        self.r_addr = [Signal(abits, name=f"{name}_raddr{k}", attrs=KEEP, reset_less=True) for k in range(reads)]
+        self.r_data = [Signal(self.shape, name=f"{name}_rdata{k}", reset_less=True) for k in range(reads)]
 
     def elaborate_into(self, m: Module) -> None:
         mode = dp16kd_mode(self.depth) if device.current() == "ecp5" else None

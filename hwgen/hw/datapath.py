@@ -20,7 +20,7 @@ from .. import ir
 from ..ranges import value_range
 from . import divider, dsp
 from .device import KEEP
-from .timing import Timing, divider_bits, latency_of, multiplier, wide_mul
+from .timing import Timing, divider_bits, latency_of, multiplier, shift_bits, wide_mul
 
 
 def dtype_shape(dtype) -> Shape:
@@ -92,7 +92,7 @@ class Datapath:
 
     def signal(self, shape, hint: str) -> Signal:
         self._n += 1
-        return Signal(shape, name=f"{self.name}_{hint}{self._n}")
+        return Signal(shape, name=f"{self.name}_{hint}{self._n}", reset_less=True)
 
     def project(self, node, lane: tuple) -> tuple:
         deps = self.deps(node)
@@ -119,7 +119,7 @@ class Datapath:
             key = ("lane", node, lane, tuple(sharing), stage)
             found = self._copies.get(key)
             if found is None:
-                found = Signal(shape, name=f"{self.name}_l{stage}_{self._n}", attrs=KEEP)
+                found = Signal(shape, name=f"{self.name}_l{stage}_{self._n}", attrs=KEEP, reset_less=True)
                 self._n += 1
                 self.m.d.sync += found.eq(self.at(node, stage - 1, full))
                 self._copies[key] = found
@@ -130,7 +130,7 @@ class Datapath:
         key = (node, lane, group, stage)
         found = self._copies.get(key)
         if found is None:
-            found = Signal(shape, name=f"{self.name}_g{stage}_{self._n}", attrs=KEEP)
+            found = Signal(shape, name=f"{self.name}_g{stage}_{self._n}", attrs=KEEP, reset_less=True)
             self._n += 1
             self.m.d.sync += found.eq(self.delay(value, made, stage - 1, (node, lane), shape))
             self._copies[key] = found
@@ -353,7 +353,7 @@ def compute(node, operands: list):
             a, b = _fit(a, dt), _fit(b, dt)
         return {"and": a & b, "or": a | b, "xor": a ^ b}[name]
     if name in ("shl", "shr"):
-        return _shift(name, a, b, node.a.dtype)
+        return _shift(name, a, b, node.a.dtype, shift_bits(node))
     if name == "max":
         return Mux(a >= b, a, b)
     if name == "min":
@@ -392,16 +392,18 @@ def _extend(value, width):
     return Cat(value, Const(0, width - len(value)))
 
 
-def _shift(name: str, a, amount, dtype):
-    """numpy's shift: the amount's bits as unsigned; >= the width gives 0 (or the sign)."""
+def _shift(name: str, a, amount, dtype, bits):
+    """numpy's shift: the amount's bits as unsigned; >= the width gives 0 (or the sign).
+    `bits`: timing.shift_bits (None for a constant amount): the shifter uses only the amount
+    bits its range needs, and tests for a shift by the width or more only if it can happen."""
     width = dtype.bits
     amt = _fit(amount, dtype).as_unsigned()
-    small_bits = max(1, (width - 1).bit_length())
-    big = amt >= width
-    if name == "shl":
-        return Mux(big, 0, (a << amt[:small_bits])[:width])
-    fill = Mux(a < 0, -1, 0) if dtype.signed and a.shape().signed else 0
-    return Mux(big, fill, a >> amt[:small_bits])
+    used, can_reach = (max(1, (width - 1).bit_length()), 1) if bits is None else bits
+    shifted = _fit(a << amt[:used], dtype) if name == "shl" else a >> amt[:used]
+    if not can_reach:
+        return shifted
+    fill = Mux(a < 0, -1, 0) if name == "shr" and dtype.signed and a.shape().signed else 0
+    return Mux(amt >= width, fill, shifted)
 
 
 def flat_address(idx, shape):  # used by the register-file template

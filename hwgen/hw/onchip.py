@@ -120,7 +120,8 @@ class OnChipMem(wiring.Component):
         mem = plan.mem
         shape = mem.shape
         size = max(1, mem.size)
-        copies = [[Signal(dtype_shape(mem.dtype), name=f"b{c}_r{e}") for e in range(size)] for c in range(plan.depth)]
+        copies = [[Signal(dtype_shape(mem.dtype), name=f"b{c}_r{e}", reset_less=True) for e in range(size)]
+                  for c in range(plan.depth)]
         width = max(1, (size - 1).bit_length())
         count = [0]
 
@@ -160,7 +161,7 @@ class OnChipMem(wiring.Component):
 
     @staticmethod
     def _register(m, value, name):
-        reg = Signal.like(value, name=name)
+        reg = Signal.like(value, name=name, reset_less=True)
         m.d.sync += reg.eq(value)
         return reg
 
@@ -172,7 +173,7 @@ class OnChipMem(wiring.Component):
         groups = [values[g:g + MUX_GROUP] for g in range(0, len(values), MUX_GROUP)]
         picked = [self._register(m, select(group, sel[:low]), f"{name}_g{n}")
                   for n, group in enumerate(groups)]
-        high = Signal(max(1, len(sel) - low), name=f"{name}_bank_hi")
+        high = Signal(max(1, len(sel) - low), name=f"{name}_bank_hi", reset_less=True)
         m.d.sync += high.eq(sel[low:])
         return select(picked, high)
 
@@ -276,7 +277,7 @@ class OnChipMem(wiring.Component):
                         m.d.comb += position.eq(one_of([Mux(sel == flat_bank[b], n, 0) for n, b in enumerate(banks_l)]))
                         sel = position
                     for step in range(3):
-                        nxt = Signal(range(max(2, len(banks_l))), name=f"r{k}_l{lane}_bank{step}")
+                        nxt = Signal(range(max(2, len(banks_l))), name=f"r{k}_l{lane}_bank{step}", reset_less=True)
                         m.d.sync += nxt.eq(sel)
                         sel = nxt
                     values = [data[b] for b in banks_l]

@@ -395,8 +395,8 @@ class PipeUnit(wiring.Component):
         history = []  # the writes of the last `depth` cycles, newest first
         prev_idx, prev_data, prev_valid = idx, new, writing
         for h in range(depth):
-            h_idx = [Signal(len(v), name=f"fw_{name}_{h}_i{d}") for d, v in enumerate(idx)]
-            h_data = Signal.like(new, name=f"fw_{name}_{h}_d")
+            h_idx = [Signal(len(v), name=f"fw_{name}_{h}_i{d}", reset_less=True) for d, v in enumerate(idx)]
+            h_data = Signal.like(new, name=f"fw_{name}_{h}_d", reset_less=True)
             h_valid = Signal(name=f"fw_{name}_{h}_v")
             m.d.sync += [a.eq(b) for a, b in zip(h_idx, prev_idx)]
             m.d.sync += [h_data.eq(prev_data), h_valid.eq(prev_valid)]

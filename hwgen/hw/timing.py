@@ -10,7 +10,8 @@ by logic in its stage is carried one stage later), registers them and then its p
 RAM read takes MemPlan.latency cycles.
 
 Depth units: one 32-bit adder is 2, a LUT level (logic, a 2:1 mux) is 1; a stage holds 4
-(two adders, or an adder and two levels of logic: about 8 ns on an ECP5).
+(two adders, or an adder and two levels of logic: about 8 ns on an ECP5). A shift by a
+variable amount costs a level per two amount bits its range needs (shift_bits).
 """
 
 from __future__ import annotations
@@ -86,6 +87,20 @@ def _const_operand(node) -> bool:
     return isinstance(node.a, ir.Const) or isinstance(node.b, ir.Const)
 
 
+def shift_bits(node) -> tuple | None:
+    """(amount bits the shifter uses, 1 if the amount can reach the width else 0) of a shift
+    by a variable amount, from the amount's range; None for a shift by a constant. A shifter
+    is a multiplexer level per amount bit (two per LUT level with the ECP5's wide muxes), and
+    an amount that can reach the width needs one more to give 0 or the sign."""
+    if not (isinstance(node, ir.Binary) and node.op in ("shl", "shr")) or isinstance(node.b, ir.Const):
+        return None
+    width = node.a.dtype.bits
+    lo, hi = value_range(node.b, {})
+    if 0 <= lo and hi < width:
+        return max(1, hi.bit_length()), 0
+    return max(1, (width - 1).bit_length()), 1
+
+
 def op_cost(node) -> int:
     """Combinational depth added by `node`."""
     wide = getattr(node, "dtype", None) is not None and node.dtype.bits > 32
@@ -95,7 +110,8 @@ def op_cost(node) -> int:
         if node.op in ("max", "min"):
             return 4 if wide else 3
         if node.op in ("shl", "shr"):
-            return 2
+            bits = shift_bits(node)
+            return 2 if bits is None else -(-bits[0] // 2) + bits[1]
         if node.op in ("and", "or", "xor"):
             return 1
         return 0  # registered ops: their cost is their latency

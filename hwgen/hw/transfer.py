@@ -295,8 +295,9 @@ class StoreUnit(_TileUnit):
         # for addr/mask/last, all rotating together, so no flip-flop drives the whole ring output
         heads = [Signal(depth, init=1, name=f"head{p}", attrs=KEEP) for p in range(W + 1)]
         tail = Signal(depth, init=1)  # one-hot: where the arriving beat goes
-        q = [(Signal(self._addr_bits, name=f"q{k}_addr"), Signal(W * wb, name=f"q{k}_data"),
-              Signal(W, name=f"q{k}_mask"), Signal(name=f"q{k}_last")) for k in range(depth)]
+        q = [(Signal(self._addr_bits, name=f"q{k}_addr", reset_less=True), Signal(W * wb, name=f"q{k}_data", reset_less=True),
+              Signal(W, name=f"q{k}_mask", reset_less=True), Signal(name=f"q{k}_last", reset_less=True))
+             for k in range(depth)]
 
         def oldest(field: int, head, bits=slice(None)):
             return one_of([Mux(head[k], q[k][field][bits], 0) for k in range(depth)])

@@ -1,0 +1,55 @@
+"""Shifts in the hardware: the value range of a right shift by a constant (which sizes the
+signals after it), and the shifter a variable amount gets: only the amount bits its range
+needs, the test for a shift past the width only when the amount can get there, and a timing
+cost that follows (hw/timing.py shift_bits). Bit-exactness of shifts against the golden model is
+checked in tests/test_numpy_semantics.py (random expressions) and tests/test_mathfuncs.py (the
+functions built from shifts, in Verilator)."""
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import hwgen as hw
+from hwgen import ir, trace
+from hwgen.hw import timing as tm
+from hwgen.interp import Evaluator, Frame
+from hwgen.ranges import value_range
+
+INTS = [hw.int8, hw.int16, hw.int32, hw.int64, hw.uint8, hw.uint16, hw.uint32, hw.uint64]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(INTS), st.integers(0, 63), st.integers(0, 2**32))
+def test_range_of_a_constant_right_shift_is_exact(dt, by, seed):
+    by = by % dt.bits
+    x = trace.Val(ir.Param("x", dt))
+    node = (x >> by).expr
+    lo, hi = value_range(node, {})
+    assert (lo, hi) == (dt.min >> by, dt.max >> by)  # the ends are reached: x = min, x = max
+    rng = np.random.default_rng(seed)
+    for v in rng.integers(dt.min, dt.max, 32, dtype=dt.np, endpoint=True):
+        got = int(Evaluator({"x": v}).expr(node, Frame(params={"x": v})).reshape(()))
+        assert lo <= got <= hi
+
+
+def _shift(op, dt, mask=None):
+    x, y = trace.Val(ir.Param("x", dt)), trace.Val(ir.Param("y", dt))
+    amount = y if mask is None else y & mask
+    return (x << amount if op == "<<" else x >> amount).expr
+
+
+def test_shifter_uses_only_the_amount_bits_its_range_needs():
+    assert tm.shift_bits(_shift(">>", hw.int64)) == (6, 1)  # any amount: 6 bits, and >= 64
+    assert tm.shift_bits(_shift(">>", hw.int64, 31)) == (5, 0)  # 0..31: 5 bits, never past
+    assert tm.shift_bits(_shift("<<", hw.int32, 40)) == (5, 1)  # 0..40 can pass 32: 5 bits and the test
+    assert tm.shift_bits(_shift("<<", hw.int32, 3)) == (2, 0)
+    x = trace.Val(ir.Param("x", hw.int64))
+    assert tm.shift_bits((x << 3).expr) is None  # a constant amount is wiring
+
+
+def test_shifter_cost_is_two_amount_bits_a_level():
+    assert tm.op_cost(_shift(">>", hw.int64)) == 3 + 1  # three 4:1 levels, then 0 or the sign
+    assert tm.op_cost(_shift(">>", hw.int64, 31)) == 3
+    assert tm.op_cost(_shift("<<", hw.int32, 3)) == 1
+    for case in (_shift(">>", hw.int64), _shift("<<", hw.uint64, 63)):
+        assert tm.op_cost(case) <= tm.BUDGET  # every shifter fits one pipeline stage
