@@ -92,6 +92,31 @@ def _par_used(idx, par: dict) -> tuple:
     return tuple(sorted(used))
 
 
+def reuse_distance(counters, idx) -> int | None:
+    """The fewest issues between two writes of one run of a pipe to the same element through
+    `idx` (None: no element is written twice in a run). Exact for an index whose every
+    dimension is a constant or a constant plus a multiple of a counter of its own; any other
+    index may write one element on consecutive issues (1). Two issues write the same element
+    only if every indexing counter is equal, so a run of innermost counters that all index
+    separates them by the product of their issue counts."""
+    names = {c.name for c in counters}
+    own = set()
+    for e in idx:
+        aff = to_affine(e)
+        if aff is None or len(aff.names()) > 1:
+            return 1
+        for n in aff.names():
+            if n in own or n not in names:
+                return 1
+            own.add(n)
+    distance = 1
+    for c in reversed(counters):
+        if c.name not in own:
+            return distance
+        distance *= -(-c.extent // c.par)
+    return None
+
+
 def _reach_banks(idx, lanes, par: dict, plan) -> list | None:
     """Each lane's reach: the banks it can address over the whole pipe, as a tuple of bank
     tuples (one bank: a constant wire). None: any bank (registers, or a data-dependent
@@ -318,6 +343,9 @@ class PipeUnit(wiring.Component):
                 if w.op is not None:
                     latency = self.plans[w.mem.name].latency
                     behind = self.plans[w.mem.name].unseen_writes  # recent writes the read misses
+                    distance = reuse_distance(self.pipe.counters, w.idx)
+                    if L >= behind and (distance is None or distance > behind):
+                        behind = 0  # none of them (nor the last run's) wrote this element
                     read_idx = [dp.at(i, L - latency, lane) for i in w.idx] or [Const(0, 1)]
                     for d, v in enumerate(read_idx):
                         m.d.comb += getattr(old_port, f"i{pos}_{d}").eq(v)
@@ -410,7 +438,9 @@ class PipeUnit(wiring.Component):
             return out
 
         older = [(h_idx, h_valid) for h_idx, _, h_valid in history]
-        if earlier_idx is not None and depth >= 2:
+        if depth == 0:  # the RAM's data is current: only `clear` picks
+            sames = []
+        elif earlier_idx is not None and depth >= 2:
             # two stages early, this iteration is two writes behind: the iteration one stage
             # behind the write, the write happening now, then the history but its two oldest
             sames = []
