@@ -38,6 +38,7 @@ from amaranth.lib.wiring import In, Out
 from .bram import BlockRam
 from ..passes.memplan import MUX_GROUP
 from .datapath import dtype_shape, select
+from .device import KEEP
 
 
 def index_shapes(shape) -> list:
@@ -168,11 +169,17 @@ class OnChipMem(wiring.Component):
     def _two_step_select(self, m, values, sel, name):
         """values[sel], a cycle later than a plain select: each group of MUX_GROUP values
         picks by the low bits of `sel` into a register, then the group by the high bits
-        (themselves carried a cycle)."""
+        (themselves carried a cycle). `sel` is a register's input: each group gets its own
+        copy of that register (kept apart in synthesis), placed by its banks, so no one
+        flip-flop drives multiplexers all over the chip."""
         low = MUX_GROUP.bit_length() - 1
         groups = [values[g:g + MUX_GROUP] for g in range(0, len(values), MUX_GROUP)]
-        picked = [self._register(m, select(group, sel[:low]), f"{name}_g{n}")
-                  for n, group in enumerate(groups)]
+        picked = []
+        for n, group in enumerate(groups):
+            own = Signal(len(sel), name=f"{name}_sel_g{n}", attrs=KEEP, reset_less=True)
+            m.d.sync += own.eq(sel)
+            picked.append(self._register(m, select(group, own[:low]), f"{name}_g{n}"))
+        sel = self._register(m, sel, f"{name}_sel")
         high = Signal(max(1, len(sel) - low), name=f"{name}_bank_hi", reset_less=True)
         m.d.sync += high.eq(sel[low:])
         return select(picked, high)
@@ -276,7 +283,7 @@ class OnChipMem(wiring.Component):
                         position = Signal(range(len(banks_l)), name=f"r{k}_l{lane}_pick")
                         m.d.comb += position.eq(one_of([Mux(sel == flat_bank[b], n, 0) for n, b in enumerate(banks_l)]))
                         sel = position
-                    for step in range(3):
+                    for step in range(2 if plan.two_steps else 3):  # the third in _two_step_select
                         nxt = Signal(range(max(2, len(banks_l))), name=f"r{k}_l{lane}_bank{step}", reset_less=True)
                         m.d.sync += nxt.eq(sel)
                         sel = nxt
