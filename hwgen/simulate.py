@@ -78,6 +78,8 @@ def simulate(kernel, args, waves: bool = False, dram: DramConfig | None = None, 
     `runs`: run the kernel this many times back to back without a reset (the same inputs; the
     last run's outputs and cycles are reported): hardware must not depend on its reset state."""
     loc = user_loc()
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise HwgenError(f"runs must be a positive integer (runs of the kernel without a reset), got {runs!r}", loc)
     values = check_args(kernel.name, kernel.params, tuple(args))
     dram = dram or DramConfig()
     if target is not None and target not in _CELLS_V:

@@ -5,6 +5,8 @@ each run must start from whatever the last one left in the data path."""
 
 import pytest
 
+import hwgen as hw
+
 from conftest import load_pattern
 
 pytestmark = pytest.mark.rtl
@@ -16,3 +18,10 @@ def test_second_run_without_reset_matches_the_golden_model(name):
     kernel = getattr(app, name)
     r = kernel.verify(*app.inputs(0), runs=2)
     assert r.cycles == r.predicted_cycles
+
+
+def test_runs_must_be_a_positive_integer():
+    app = load_pattern("dotproduct")
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(hw.HwgenError, match="runs must be a positive integer"):
+            app.dotproduct.verify(*app.inputs(0), runs=bad)
