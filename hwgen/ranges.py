@@ -63,6 +63,8 @@ def _range(node, extents, memo):
         if blo >= 0 or alo >= 0:
             return 0, bhi if blo >= 0 else ahi
         return full
+    if isinstance(node, ir.Binary) and node.op == "or" and not dt.is_bool:
+        return _or_range(value_range(node.a, extents, memo), value_range(node.b, extents, memo), full)
     if isinstance(node, ir.Binary) and node.op in ("add", "sub", "mul", "max", "min"):
         (alo, ahi), (blo, bhi) = value_range(node.a, extents, memo), value_range(node.b, extents, memo)
         if node.op == "add":
@@ -85,3 +87,17 @@ def _range(node, extents, memo):
             lo, hi = (0 if lo <= 0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
         return (lo, hi) if dt.fits(lo) and dt.fits(hi) else full
     return full
+
+
+def _or_range(a: tuple, b: tuple, full: tuple) -> tuple:
+    """Bounds of a | b. With b >= 0, a | b = a + (b & ~a) lies in [a, a + b] (and the same with
+    the roles swapped); two negative values give a negative value at least the larger one."""
+    (alo, ahi), (blo, bhi) = a, b
+    if blo < 0 and alo < 0:
+        return (max(alo, blo), -1) if ahi < 0 and bhi < 0 else full
+    if blo < 0:
+        (alo, ahi), (blo, bhi) = b, a
+    lo, hi = alo if alo < 0 else max(alo, blo), ahi + bhi
+    if alo >= 0:  # no bit above the wider operand's top bit
+        hi = min(hi, (1 << max(ahi.bit_length(), bhi.bit_length())) - 1)
+    return (lo, hi) if full[0] <= lo and hi <= full[1] else full

@@ -20,7 +20,7 @@ from .. import ir
 from ..ranges import value_range
 from . import divider, dsp
 from .device import KEEP
-from .timing import Timing, divider_bits, latency_of, multiplier, shift_bits, wide_mul
+from .timing import Timing, constant_factor, divider_bits, latency_of, multiplier, shift_add, shift_bits, wide_mul
 
 
 def dtype_shape(dtype) -> Shape:
@@ -177,6 +177,10 @@ class Datapath:
         operands = [self.at(c, operand_stage, lane, spread(node, c)) for c in ir.children(node)]
         if isinstance(node, ir.Table) and self._latency(node):
             return self._rom(node, operands[0], out)
+        if shift_add(node):  # the operand from a flip-flop (timing.schedule), then adder levels
+            value, c = constant_factor(node)
+            dsp.pipelined_product(self.m, operands[ir.children(node).index(value)], c, out, self.signal)
+            return out
         if isinstance(node, ir.Binary) and node.op == "mul" and self._latency(node) >= 2:
             if wide_mul(node):
                 ranges = [value_range(c, self.extents, self._ranges) for c in ir.children(node)]
@@ -294,7 +298,7 @@ def build_comb(m, expr, leaf, extents: dict, new_signal, shift_add: bool = False
             out = Const(n.value, range_shape(n.value, n.value))
         else:
             out = new_signal(range_shape(*value_range(n, extents, ranges)), "c_")
-            const = _constant_factor(n) if shift_add else None
+            const = constant_factor(n) if shift_add else None
             if const is not None:
                 m.d.comb += out.eq(dsp.constant_product(go(const[0]), const[1]))
             else:
@@ -303,17 +307,6 @@ def build_comb(m, expr, leaf, extents: dict, new_signal, shift_add: bool = False
         return out
 
     return go(expr)
-
-
-def _constant_factor(node):
-    """(the other operand, the constant) of a product by a constant, else None."""
-    if not (isinstance(node, ir.Binary) and node.op == "mul"):
-        return None
-    if isinstance(node.b, ir.Const):
-        return node.a, node.b.value
-    if isinstance(node.a, ir.Const):
-        return node.b, node.a.value
-    return None
 
 
 def compute(node, operands: list):

@@ -3,6 +3,9 @@
     multiply(m, a, b, out, new_signal)   out <= a * b two cycles later (operands registered,
                                           then the product), truncated to len(out) bits
     constant_product(value, c)           value * c as shifts and adds (no block, no register)
+    pipelined_product(m, value, c, out, new_signal)
+                                          out <= value * c as shifts and adds, a register after
+                                          each level of adders (shift_add_levels(c) cycles)
 
 The generic form (simulation, and any Verilog a user drops into their own design) is plain
 registers and `*`. Built for ECP5 (hw/device.py), a product that one 18x18 block can make
@@ -81,25 +84,74 @@ def _mult18x18d(m, a, b, out, new_signal, signed: bool) -> None:
     m.d.comb += out.eq(p)  # truncates, or extends by the product's signedness
 
 
+def csd_terms(c: int) -> list:
+    """The canonical signed digits of `c` as (positive, shift) pairs, lowest first: no two
+    adjacent digits are nonzero, so 3840 = 4096 - 256 has two terms. Negative `c` works too."""
+    terms, n, k = [], c, 0
+    while n:
+        if n & 1:
+            d = 2 - (n & 3)  # +1 or -1
+            terms.append((d > 0, k))
+            n -= d
+        n >>= 1
+        k += 1
+    return terms
+
+
+def _pair(terms: list, add) -> list:
+    """One level of a balanced adder tree over signed terms (an odd one out passes through)."""
+    pairs = [terms[j:j + 2] for j in range(0, len(terms), 2)]
+    return [p[0] if len(p) == 1 else add(*p) for p in pairs]
+
+
+def shift_add_levels(c: int) -> int:
+    """Registers in pipelined_product(c): one per level of adders over c's signed digits, and
+    one more to negate when every digit is negative after pairing; 0 for 0 or a power of two
+    (up to sign: a shift, or a shift and a negation that a caller registers once)."""
+    signs = [p for p, _ in csd_terms(c)]
+    if len(signs) <= 1:
+        return 0
+    levels = 0
+    while len(signs) > 1:
+        signs = _pair(signs, lambda x, y: x or y)  # a sum is negative only if both terms are
+        levels += 1
+    return levels + (0 if signs[0] else 1)
+
+
 def constant_product(value, c: int):
     """value * c from shifts and a balanced tree of adders over the constant's canonical signed
     digits (3840 = 4096 - 256 is one subtractor). For address arithmetic, where a DSP block
     with unregistered ports would put its own delay and two long routes in one cycle."""
-    terms, n, k = [], c, 0  # (sign, value << k) for each nonzero digit
-    while n:
-        if n & 1:
-            d = 2 - (n & 3)  # +1 or -1: leaves no two adjacent nonzero digits
-            terms.append((d > 0, value << k if k else value))
-            n -= d
-        n >>= 1
-        k += 1
+    terms = [(p, value << k if k else value) for p, k in csd_terms(c)]
     if not terms:
         return Const(0, 1)
     while len(terms) > 1:
-        pairs = [terms[j:j + 2] for j in range(0, len(terms), 2)]
-        terms = [p[0] if len(p) == 1 else _sum_signed(*p) for p in pairs]
+        terms = _pair(terms, _sum_signed)
     positive, v = terms[0]
     return v if positive else -v
+
+
+def pipelined_product(m, value, c: int, out, new_signal) -> None:
+    """out <= value * c, shift_add_levels(c) (at least 2 digits) cycles later: the shifted
+    copies of `value` (read from a register by the caller) summed by a balanced tree of adders,
+    registered after each level, all modulo 2**len(out) (only the low bits are kept)."""
+    width = len(out)
+
+    def term(v):
+        t = new_signal(width, "csd_")
+        m.d.comb += t.eq(v)  # sign- or zero-extended by v's shape, then truncated
+        return t
+
+    def registered(v):
+        r = new_signal(width, "csd_r")
+        m.d.sync += r.eq(v)
+        return r
+
+    terms = [(p, term(value << k)) for p, k in csd_terms(c)]
+    while len(terms) > 1:
+        terms = [(p, registered(v)) for p, v in _pair(terms, _sum_signed)]
+    positive, v = terms[0]
+    m.d.comb += out.eq(v) if positive else out.eq(registered(-v))
 
 
 def _sum_signed(x, y):

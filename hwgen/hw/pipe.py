@@ -369,7 +369,11 @@ class PipeUnit(wiring.Component):
                                             f"w{k}l{pos}", behind, clear)
                     if cleared:
                         m.d.comb += new.eq(dp.combine(w.op, old, value, w.mem.dtype))
-                    elif unit is None:  # no identity: choose after combining
+                    elif unit is None or w.op.op in ("min", "max"):  # choose after combining
+                        if self._bounded(w):  # compare at the width of the values written
+                            shape = dp.shape(w.value)
+                            old, value = self._narrow(m, old, shape, f"acc_w{k}l{pos}_o"), \
+                                self._narrow(m, value, shape, f"acc_w{k}l{pos}_v")
                         first = dp.at(w.first, L, first_lane)
                         m.d.comb += new.eq(Mux(first, value, dp.combine(w.op, old, value, w.mem.dtype)))
                     else:  # the first update combines with the identity: one mux before the op
@@ -382,6 +386,22 @@ class PipeUnit(wiring.Component):
                     m.d.comb += getattr(port, f"i{pos}_{d}").eq(v)
                 m.d.comb += getattr(port, f"d{pos}").eq(value)
         return m
+
+    def _bounded(self, w) -> bool:
+        """A min or max accumulator that only this write of this pipe ever writes: whenever an
+        update reads it (not its first), it holds a value this write stored, so it lies in the
+        range of the values written and can be compared at their width."""
+        plan = self.plans[w.mem.name]
+        writers = [a for a in plan.accesses if a.write]
+        mine = [x for x in self.pipe.writes if getattr(x, "mem", None) == w.mem]
+        return all(a.ctrl is self.pipe for a in writers) and len(mine) == 1
+
+    @staticmethod
+    def _narrow(m, value, shape, name):
+        """`value` as a signal of `shape` (its low bits: exact when it lies in the shape)."""
+        narrow = Signal(shape, name=name)
+        m.d.comb += narrow.eq(value)
+        return narrow
 
     @staticmethod
     def _group(m, dp: Datapath, w: GroupWrite, port, valid, L):

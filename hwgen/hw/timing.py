@@ -6,7 +6,8 @@ chaining: a node is computed in the stage of its latest operand unless the combi
 depth in that stage would exceed `BUDGET`, in which case it moves one stage later (its
 operands are registered). A multiplier takes its operands from flip-flops (an operand made
 by logic in its stage is carried one stage later), registers them and then its product
-(latency 2; 4 when wider than a DSP block); reads of register memories are combinational; a
+(latency 2; 4 when wider than a DSP block); a product by a constant with several signed
+digits is a tree of adders, registered after each level, also from flip-flops; reads of register memories are combinational; a
 RAM read takes MemPlan.latency cycles.
 
 Depth units: one 32-bit adder is 2, a LUT level (logic, a 2:1 mux) is 1; a stage holds 4
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 
 from .. import ir
 from ..ranges import value_range
+from .dsp import shift_add_levels
 
 BUDGET = 4
 
@@ -71,6 +73,8 @@ def latency_of(node) -> int:
         return 4
     if multiplier(node):
         return 2
+    if shift_add(node):
+        return shift_add_levels(constant_factor(node)[1])
     if isinstance(node, ir.Binary):
         return _REGISTERED.get(node.op, 0)
     return 0
@@ -85,6 +89,30 @@ def multiplier(node) -> bool:
 
 def _const_operand(node) -> bool:
     return isinstance(node.a, ir.Const) or isinstance(node.b, ir.Const)
+
+
+def constant_factor(node):
+    """(the other operand, the constant) of a product by a constant, else None."""
+    if not (isinstance(node, ir.Binary) and node.op == "mul"):
+        return None
+    if isinstance(node.b, ir.Const):
+        return node.a, node.b.value
+    if isinstance(node.a, ir.Const):
+        return node.b, node.a.value
+    return None
+
+
+def shift_add(node) -> bool:
+    """A product by a constant with two or more signed digits: shifted copies of the operand
+    summed by a tree of adders with a register after each level (dsp.pipelined_product), its
+    operand taken from a flip-flop. A product by a power of two is a shift and a register."""
+    found = constant_factor(node)
+    return found is not None and shift_add_levels(found[1]) > 0
+
+
+def from_flipflop(node) -> bool:
+    """The node's operands are taken from flip-flops (carried a stage when made by logic)."""
+    return multiplier(node) or shift_add(node)
 
 
 def shift_bits(node) -> tuple | None:
@@ -203,8 +231,8 @@ def schedule(exprs, reads, spread=None) -> Timing:
             s, d = place_at([timing.ready(i) for i in node.idx], before, lat, after)
         elif latency_of(node):
             ready = [timing.ready(c) for c in ir.children(node)]
-            if multiplier(node):  # operands from flip-flops: the route to a DSP block is long
-                wide = [spread is not None and spread(node, c) for c in ir.children(node)]
+            if from_flipflop(node):  # the route to a DSP block is long; adders start the tree
+                wide = [spread is not None and multiplier(node) and spread(node, c) for c in ir.children(node)]
                 ready = [(s + 2, 0) if far else (s + 1, 0) if d > 0 else (s, d)
                          for (s, d), far in zip(ready, wide)]
             s, d = place_at(ready, 0, latency_of(node))
