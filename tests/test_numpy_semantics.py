@@ -1,3 +1,5 @@
+# amaranth: UnusedElaboratable=no
+# (hypothesis may stop an example after its module is made; nothing is lost)
 """The golden model follows numpy exactly: promotion, weak Python ints, wrap-around, floor
 division, shifts, comparisons, where, astype; and the hardware datapath follows the golden
 model bit for bit (checked in Amaranth's simulator on random expressions)."""

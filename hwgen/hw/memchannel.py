@@ -61,7 +61,7 @@ class Arbiter(wiring.Component):
     """Shares one channel among `readers` read clients and `writers` write clients.
 
     Requests are granted round-robin, one per cycle, combinationally (a client's request is
-    forwarded in the cycle it is made). A read request carries its client's number as its tag;
+    forwarded in the cycle it is made; its `ready` is one gate after the other `valid`s). A read request carries its client's number as its tag;
     responses are registered here (they reach a client one cycle after the channel delivers
     them) and go to the client their tag names. Clients are always ready for responses.
 
@@ -97,25 +97,38 @@ class Arbiter(wiring.Component):
         return m
 
     def _round_robin(self, m, clients, out, tagged: bool):
-        """Grant one valid client per cycle, searching from the one after the last grant."""
+        """Grant one valid client per cycle, searching from the one after the last grant.
+
+        Each client's grant is its own signal (a valid client wins when no client between the
+        last grant and it is valid), so a client's `ready` is one gate after the other
+        clients' `valid`s; the binary grant (the tag, the payload multiplexer, the next
+        `last`) is made from those in parallel."""
         n = len(clients)
         if n == 0:
             m.d.comb += out.valid.eq(0)
             return
         kind = "rd" if tagged else "wr"
+        won = [Signal(name=f"{kind}_won_{k}") for k in range(n)]
         grant = Signal(range(max(2, n)), name=f"{kind}_grant")
         if n > 1:
             last = Signal(range(n), name=f"{kind}_last")
-            with m.Switch(last):
-                for start in range(n):  # the last case is the default: a complete case
-                    with (m.Case(start) if start < n - 1 else m.Default()):
-                        order = [(start + 1 + j) % n for j in range(n)]
-                        for k in reversed(order):  # the first valid in `order` wins
-                            with m.If(clients[k].valid):
-                                m.d.comb += grant.eq(k)
+            for k in range(n):
+                ways = []
+                for start in range(n):  # last == start: clients start+1, start+2, ... in turn
+                    order = [(start + 1 + j) % n for j in range(n)]
+                    ahead = order[:order.index(k)]
+                    is_start = last == start if start < n - 1 else last >= start
+                    ways.append(is_start & ~_any(clients[j].valid for j in ahead) if ahead else is_start)
+                m.d.comb += won[k].eq(clients[k].valid & _any(ways))
             with m.If(out.valid & out.ready):
                 m.d.sync += last.eq(grant)
+        else:
+            m.d.comb += won[0].eq(clients[0].valid)
         m.d.comb += out.valid.eq(_any(c.valid for c in clients))
+        for k, c in enumerate(clients):
+            m.d.comb += c.ready.eq(won[k] & out.ready)
+            with m.If(won[k]):
+                m.d.comb += grant.eq(k)
         for k, c in enumerate(clients):
             with m.If(grant == k):
                 m.d.comb += out.addr.eq(c.addr)
@@ -123,7 +136,6 @@ class Arbiter(wiring.Component):
                     m.d.comb += out.tag.eq(k)
                 else:
                     m.d.comb += [out.data.eq(c.data), out.mask.eq(c.mask)]
-                m.d.comb += c.ready.eq(out.ready)
 
 
 def _any(values):
