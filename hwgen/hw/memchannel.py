@@ -101,8 +101,8 @@ class Arbiter(wiring.Component):
 
         Each client's grant is its own signal (a valid client wins when no client between the
         last grant and it is valid), so a client's `ready` is one gate after the other
-        clients' `valid`s; the binary grant (the tag, the payload multiplexer, the next
-        `last`) is made from those in parallel."""
+        clients' `valid`s, and the payload is an and-or over the grants; the binary grant (the
+        tag, the next `last`) is made from them in parallel."""
         n = len(clients)
         if n == 0:
             m.d.comb += out.valid.eq(0)
@@ -129,13 +129,12 @@ class Arbiter(wiring.Component):
             m.d.comb += c.ready.eq(won[k] & out.ready)
             with m.If(won[k]):
                 m.d.comb += grant.eq(k)
-        for k, c in enumerate(clients):
-            with m.If(grant == k):
-                m.d.comb += out.addr.eq(c.addr)
-                if tagged:
-                    m.d.comb += out.tag.eq(k)
-                else:
-                    m.d.comb += [out.data.eq(c.data), out.mask.eq(c.mask)]
+        payload = ["addr"] + ([] if tagged else ["data", "mask"])
+        for name in payload:  # and-or over the one-hot grants: no decoding of `grant`
+            port = getattr(out, name)
+            m.d.comb += port.eq(_any(getattr(c, name) & won[k].replicate(len(port)) for k, c in enumerate(clients)))
+        if tagged:
+            m.d.comb += out.tag.eq(grant)
 
 
 def _any(values):
