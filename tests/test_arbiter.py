@@ -1,6 +1,7 @@
 """The DRAM channel's arbiter grants round-robin, one client per cycle, searching from the
 client after the last grant; checked cycle by cycle against a plain Python model on random
-valid and ready patterns, for every client count the apps use and more."""
+valid and ready patterns, for read clients (address and tag) and write clients (address, data
+and mask), for every client count the apps use and more."""
 
 import random
 
@@ -19,25 +20,37 @@ def _expected(valid: list, last: int):
     return None
 
 
-@pytest.mark.parametrize("readers", [1, 2, 3, 6, 7])
-def test_round_robin_matches_the_model(readers):
-    arb = Arbiter(readers, 1, 16, 8, 2)
-    rng = random.Random(readers)
-    pattern = [([rng.random() < 0.6 for _ in range(readers)], rng.random() < 0.8) for _ in range(300)]
+def _payload(kind: str, k: int, cycle: int) -> dict:
+    """A client's payload in a cycle (it changes every cycle, so a stale pick shows)."""
+    out = {"addr": (100 + 7 * k + cycle) % 65536}
+    if kind == "wr":
+        out.update(data=(31 * k + 5 * cycle) % 65536, mask=(k + cycle) % 4)
+    return out
+
+
+@pytest.mark.parametrize("clients", [1, 2, 3, 6, 7])
+@pytest.mark.parametrize("kind", ["rd", "wr"])
+def test_round_robin_matches_the_model(kind, clients):
+    readers, writers = (clients, 1) if kind == "rd" else (1, clients)
+    arb = Arbiter(readers, writers, 16, 8, 2)
+    out = arb.mem.rd_req if kind == "rd" else arb.mem.wr
+    rng = random.Random(clients)
+    pattern = [([rng.random() < 0.6 for _ in range(clients)], rng.random() < 0.8) for _ in range(300)]
     seen = []
 
     async def bench(ctx):
-        clients = [getattr(arb, f"rd_req_{k}") for k in range(readers)]
-        for k, c in enumerate(clients):
-            ctx.set(c.addr, 100 + k)
-        for valid, ready in pattern:
-            for c, v in zip(clients, valid):
-                ctx.set(c.valid, v)
-            ctx.set(arb.mem.rd_req.ready, ready)
+        ports = [getattr(arb, f"{kind}_req_{k}" if kind == "rd" else f"wr_{k}") for k in range(clients)]
+        for cycle, (valid, ready) in enumerate(pattern):
+            for k, (p, v) in enumerate(zip(ports, valid)):
+                ctx.set(p.valid, v)
+                for name, value in _payload(kind, k, cycle).items():
+                    ctx.set(getattr(p, name), value)
+            ctx.set(out.ready, ready)
             await ctx.delay(1e-9)
-            readies = [ctx.get(c.ready) for c in clients]
-            seen.append((ctx.get(arb.mem.rd_req.valid), ctx.get(arb.mem.rd_req.addr),
-                         ctx.get(arb.mem.rd_req.tag), readies))
+            got = {name: ctx.get(getattr(out, name)) for name in _payload(kind, 0, 0)}
+            if kind == "rd":
+                got["tag"] = ctx.get(out.tag)
+            seen.append((ctx.get(out.valid), got, [ctx.get(p.ready) for p in ports]))
             await ctx.tick()
 
     sim = Simulator(arb)
@@ -45,11 +58,14 @@ def test_round_robin_matches_the_model(readers):
     sim.add_testbench(bench)
     sim.run()
     last = 0
-    for (valid, ready), (out_valid, addr, tag, readies) in zip(pattern, seen):
+    for cycle, ((valid, ready), (out_valid, got, readies)) in enumerate(zip(pattern, seen)):
         k = _expected(valid, last)
         assert out_valid == (k is not None)
-        assert readies == [int(ready and j == k) for j in range(readers)]
+        assert readies == [int(ready and j == k) for j in range(clients)]
         if k is not None:
-            assert (addr, tag) == (100 + k, k)
+            want = _payload(kind, k, cycle)
+            if kind == "rd":
+                want["tag"] = k
+            assert got == want, cycle
             if ready:
                 last = k

@@ -390,7 +390,10 @@ class PipeUnit(wiring.Component):
     def _bounded(self, w) -> bool:
         """A min or max accumulator that only this write of this pipe ever writes: whenever an
         update reads it (not its first), it holds a value this write stored, so it lies in the
-        range of the values written and can be compared at their width."""
+        range of the values written and can be compared at their width. This rests on the
+        lowering's contract (passes/lower.py) that an accumulator's first update in each run has
+        `first` set, or that its starting value is written by another access (then there is
+        another writer and this is False): no memory starts from a value nobody wrote."""
         plan = self.plans[w.mem.name]
         writers = [a for a in plan.accesses if a.write]
         mine = [x for x in self.pipe.writes if getattr(x, "mem", None) == w.mem]
