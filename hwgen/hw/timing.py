@@ -7,8 +7,8 @@ depth in that stage would exceed `BUDGET`, in which case it moves one stage late
 operands are registered). A multiplier takes its operands from flip-flops (an operand made
 by logic in its stage is carried one stage later), registers them and then its product
 (latency 2; 4 when wider than a DSP block); a product by a constant with several signed
-digits is a tree of adders, registered after each level, also from flip-flops; reads of register memories are combinational; a
-RAM read takes MemPlan.latency cycles.
+digits is a tree of adders, registered after each level, also from flip-flops; reads of
+register memories are combinational; a RAM read takes MemPlan.latency cycles.
 
 Depth units: one 32-bit adder is 2, a LUT level (logic, a 2:1 mux) is 1; a stage holds 4
 (two adders, or an adder and two levels of logic: about 8 ns on an ECP5). A shift by a
@@ -84,11 +84,7 @@ def multiplier(node) -> bool:
     """A product of two variable operands (one or more DSP blocks). Its operands are taken
     from flip-flops: an operand computed by logic in its stage is carried a stage later, so
     the long route into the blocks starts at a register."""
-    return isinstance(node, ir.Binary) and node.op == "mul" and not _const_operand(node)
-
-
-def _const_operand(node) -> bool:
-    return isinstance(node.a, ir.Const) or isinstance(node.b, ir.Const)
+    return isinstance(node, ir.Binary) and node.op == "mul" and constant_factor(node) is None
 
 
 def constant_factor(node):
