@@ -1,6 +1,6 @@
 """The pipelined divider in Verilator against numpy's floor division and remainder: negative
 operands on either side, exact and inexact quotients, a zero divisor (0 for both), the dtype's
-extremes, and the cycle model's count of its stages."""
+extremes (INT_MIN // -1 among them), and the cycle model's count of its stages."""
 
 import numpy as np
 import pytest
@@ -21,8 +21,8 @@ def test_floor_division_and_remainder_match_numpy():
     rng = np.random.default_rng(5)
     x = rng.integers(-1000, 1000, N).astype(np.int32)
     y = rng.integers(-40, 40, N).astype(np.int16)
-    x[:4] = [2**31 - 1, -(2**31), 12, -12]
-    y[:8] = [7, -3, 0, 4, 0, -1, 1, -(2**15)]
+    x[:8] = [2**31 - 1, -(2**31), 12, -12, 0, -(2**31), -(2**31), -(2**31)]
+    y[:8] = [7, -3, 0, 4, 0, -1, 1, -(2**15)]  # INT_MIN // -1 wraps to INT_MIN, as in numpy
     r = divide.verify(x, y)
     q, m = r.outputs
     with np.errstate(divide="ignore"):

@@ -1,15 +1,26 @@
 """Operands that many lanes share (hw/pipe.py `broadcast`, timing.schedule, Datapath.at): a
 multiplier operand shared by more than FANOUT lanes is taken two stages after it is made, so
-that it can reach each lane's DSP blocks through a group copy and then the lane's own copy."""
+that it can reach each lane's DSP blocks through a group copy and then the lane's own copy.
+A read index shared by more than BANK_FANOUT lanes is taken a stage after it is made (a copy
+per group of lanes), and such a port's lanes take their valid flags from group copies; a RAM
+of more than BANK_FANOUT banks takes its buffer selects through copies and registers each
+lane's read address."""
 
+import re
+
+import numpy as np
+import pytest
+
+import hwgen as hw
 from conftest import load_pattern
-from hwgen import ir
+from hwgen import int16, ir
 from hwgen.build import loop_program
 from hwgen.hw.datapath import FANOUT
 from hwgen.hw.pipe import analyse, broadcast, pipe_exprs
 from hwgen.hw.timing import latency_of, multiplier
 from hwgen.loops import Pipe, walk
 from hwgen.passes import memplan
+from hwgen.passes.memplan import BANK_FANOUT
 
 
 def products(app):
@@ -43,3 +54,52 @@ def test_operand_of_few_lanes_is_not_spread():
     for mul, par, timing in products("gemm"):
         for c in ir.children(mul):
             assert not spread(mul, c)  # FANOUT lanes: one group copy reaches them all
+
+
+@hw.kernel(tile={"i": 32, "j": 32, "k": 32})
+def wide_gemm(a: hw.Array[int16, 64, 64], b: hw.Array[int16, 64, 64]) -> hw.Array[int16, 64, 64]:
+    return hw.map((64, 64), lambda i, j: hw.sum(64, lambda k: a[i, k] * b[k, j]))
+
+
+def _read_stages(kernel):
+    """(index made, read issued) stages of the b[k, j] read, the one whose lanes share k."""
+    prog = loop_program(kernel)
+    plans = memplan.plan(prog, 4)
+    pipe = next(c for c in walk(prog.root) if isinstance(c, Pipe))
+    timing = analyse(pipe, plans)[1]
+    par = {c.name: c.par for c in pipe.counters if c.par > 1}
+    for e in pipe_exprs(pipe):
+        for n in ir.walk(e):
+            if isinstance(n, ir.MemRead) and any(name in par for i in n.idx for name in _names(i)):
+                k = n.idx[0]
+                return timing.stage[k], timing.stage[n] - plans[n.mem.name].latency
+    raise AssertionError("no read over the lanes")
+
+
+def _names(node):
+    return [x.name for x in ir.walk(node) if isinstance(x, ir.Index)]
+
+
+def test_read_index_of_many_lanes_is_taken_a_stage_later():
+    made, issued = _read_stages(wide_gemm.with_schedule(par={"j": 2 * BANK_FANOUT}))
+    assert issued == made + 1
+    made, issued = _read_stages(wide_gemm.with_schedule(par={"j": BANK_FANOUT}))
+    assert issued == made  # BANK_FANOUT banks: the index drives their address registers
+
+
+@pytest.mark.rtl
+def test_gemm_over_32_lanes_in_verilator():
+    """32 lanes: the shared k through group copies, each group of lanes with its own valid,
+    the 32-bank memories' buffer selects through copies and their read addresses registered
+    per lane (one more cycle of read latency, which the model counts)."""
+    kernel = wide_gemm.with_schedule(par={"j": 2 * BANK_FANOUT})
+    design = kernel.elaborate()
+    assert re.search(r"\bvalid_s\d+_g7\b", design.verilog)  # the last group's copy
+    wide = [p for p in design.component.plans.values() if p.registered_reads]
+    assert wide and all(p.latency == 6 for p in wide)
+    rng = np.random.default_rng(6)
+    a = rng.integers(-300, 300, (64, 64)).astype(np.int16)
+    b = rng.integers(-300, 300, (64, 64)).astype(np.int16)
+    r = kernel.verify(a, b)
+    np.testing.assert_array_equal(r.outputs, (a.astype(np.int64) @ b).astype(np.int16))
+    assert r.cycles == r.predicted_cycles

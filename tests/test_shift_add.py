@@ -2,12 +2,15 @@
 modulo the output width, one new operand per cycle, and exactly shift_add_levels(c) cycles
 late, the latency timing.schedule and the cycle model count."""
 
+import numpy as np
+import pytest
 from amaranth.hdl import Module, Signal, signed, unsigned
 from amaranth.sim import Simulator
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hwgen import ir
+import hwgen as hw
+from hwgen import ir, uint8, uint16
 from hwgen.dtypes import int64
 from hwgen.hw import dsp, timing
 
@@ -82,3 +85,35 @@ def test_pipelined_product_is_exact_modulo_the_output_width(data):
         want = (v * c) % 2**out_width
         want -= 2**out_width if want >= 2 ** (out_width - 1) else 0
         assert g == want, (c, v, width, out_width)
+
+
+N = 64
+fx = hw.fixed(16, 16)
+
+
+@hw.kernel(tile={"i": 32, "j": 32, "k": 32})
+def scaled(x: hw.Array[uint8, N], f: hw.Array[fx, N]) -> tuple[hw.Array[uint8, N], hw.Array[uint16, N], hw.Array[fx, N]]:
+    return (hw.map(N, lambda i: x[i] * 109),  # 128 - 16 - 4 + 1: wraps modulo 2**8
+            hw.map(N, lambda j: x[j].astype(uint16) * 3840),  # 4096 - 256: wraps modulo 2**16
+            hw.map(N, lambda k: f[k] * -0.2316419))  # a fixed-point coefficient, negative
+
+
+def test_the_kernel_uses_shift_add_products():
+    products = {n for r in scaled.program.results for n in ir.walk(r.node) if timing.shift_add(n)}
+    assert len(products) == 3
+
+
+@pytest.mark.rtl
+def test_unsigned_and_fixed_products_by_constants_in_verilator():
+    rng = np.random.default_rng(2)
+    x = rng.integers(0, 256, N).astype(np.uint8)
+    x[:2] = [255, 0]
+    f = rng.uniform(-3000, 3000, N)
+    r = scaled.verify(x, f)
+    small, wide, fixed = r.outputs
+    np.testing.assert_array_equal(small, (x.astype(np.int64) * 109 % 256).astype(np.uint8))
+    np.testing.assert_array_equal(wide, (x.astype(np.int64) * 3840 % 65536).astype(np.uint16))
+    # the coefficient and the operands at 16 fractional bits; the product back to 16 bits
+    coefficient, operand = round(-0.2316419 * 65536), np.floor(f * 65536).astype(np.int64)
+    np.testing.assert_allclose(fixed * 65536, operand * coefficient / 65536, atol=1)
+    assert r.cycles == r.predicted_cycles

@@ -7,7 +7,9 @@ A port serves `lanes` accesses per cycle; each lane gives one index per dimensio
                                             cycles later (RAM: address register, read, output
                                             register, bank multiplexer register; five
                                             for more than MUX_GROUP banks, whose
-                                            multiplexer has two registered steps)
+                                            multiplexer has two registered steps; six for
+                                            more than BANK_FANOUT banks, which register each
+                                            lane's address first: MemPlan.latency)
     write port (user side)  en<l>, i<l>_<d>, d<l>: Out   mem[index] <= data at the clock edge
                                             (registers) or the edge after (RAM: each bank's
                                             write is registered; two edges after for a RAM
@@ -17,7 +19,10 @@ A port serves `lanes` accesses per cycle; each lane gives one index per dimensio
                                             MemPlan.write_latency)
 
 On the memory: `r<k>` / `w<k>` are the ports, `r<k>_buf` / `w<k>_buf` pick the buffer (when
-N-buffered); block RAM is split into banks, element idx living in bank (idx[d] % banks[d])_d
+N-buffered; a RAM of more than BANK_FANOUT banks samples them a cycle late, through copies
+per group of lanes, so a new buffer must be selected at least a cycle before the port's first
+access to it: the metapipeline selects it with its stage's `go`, and every unit's first access
+comes a cycle or more after its `go`); block RAM is split into banks, element idx living in bank (idx[d] % banks[d])_d
 at offset (idx[d] // banks[d])_d, the buffers of a bank stacked in one RAM; each bank has one
 read port per vector read port, fed by the lane that addresses it. A port may give, per lane,
 its reach: the banks the lane can ever address (the word lanes of a tile transfer, a par lane
@@ -36,8 +41,8 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .bram import BlockRam
-from ..passes.memplan import MUX_GROUP
-from .datapath import dtype_shape, select
+from ..passes.memplan import BANK_FANOUT, MUX_GROUP
+from .datapath import FANOUT, dtype_shape, select
 from .device import KEEP
 
 
@@ -106,6 +111,20 @@ class OnChipMem(wiring.Component):
     def _buf(self, m, name):
         return getattr(self, f"{name}_buf") if self.plan.depth > 1 else 0
 
+    def _lane_bufs(self, m, name, lanes: int, banks: int) -> list:
+        """Each lane's buffer select. A RAM of more than BANK_FANOUT banks takes it through a
+        register, one copy (kept) per group of FANOUT lanes, so that no flip-flop drives every
+        bank's address: such a memory samples `<port>_buf` a cycle late (module docstring)."""
+        buf = self._buf(m, name)
+        if self.plan.depth <= 1 or banks <= BANK_FANOUT:
+            return [buf] * lanes
+        copies = []
+        for group in range(-(-lanes // FANOUT)):
+            copy = Signal.like(buf, name=f"{name}_buf_g{group}", attrs=KEEP, reset_less=True)
+            m.d.sync += copy.eq(buf)
+            copies.append(copy)
+        return [copies[lane // FANOUT] for lane in range(lanes)]
+
     def elaborate(self, platform):
         m = Module()
         if self.plan.kind == "regs":
@@ -161,8 +180,8 @@ class OnChipMem(wiring.Component):
     # ------------------------------------------------------------------ block RAM banks
 
     @staticmethod
-    def _register(m, value, name):
-        reg = Signal.like(value, name=name, reset_less=True)
+    def _register(m, value, name, attrs=None):
+        reg = Signal.like(value, name=name, reset_less=True, **({"attrs": attrs} if attrs else {}))
         m.d.sync += reg.eq(value)
         return reg
 
@@ -229,9 +248,9 @@ class OnChipMem(wiring.Component):
         for k, (lanes, reach) in enumerate(self._writes):
             reach = [bank_ids] * lanes if reach is None else reach
             port = getattr(self, f"w{k}")
-            buf = self._buf(m, f"w{k}")
+            bufs = self._lane_bufs(m, f"w{k}", lanes, len(bank_ids))
             for lane in range(lanes):
-                bank, addr = split(port, lane, buf)
+                bank, addr = split(port, lane, bufs[lane])
                 en = getattr(port, f"en{lane}")
                 data = getattr(port, f"d{lane}").as_unsigned()
                 if plan.registered_writes:  # the lane's request first lands on flip-flops
@@ -257,8 +276,11 @@ class OnChipMem(wiring.Component):
         for k, (lanes, reach) in enumerate(self._reads):
             reach = [bank_ids] * lanes if reach is None else reach
             port = getattr(self, f"r{k}")
-            buf = self._buf(m, f"r{k}")
-            splits = [split(port, lane, buf) for lane in range(lanes)]
+            bufs = self._lane_bufs(m, f"r{k}", lanes, len(bank_ids))
+            splits = [split(port, lane, bufs[lane]) for lane in range(lanes)]
+            if plan.registered_reads:  # each lane's own registers, then its banks' (MemPlan)
+                splits = [(self._register(m, bank, f"r{k}_l{lane}_bank", KEEP),
+                           self._register(m, addr, f"r{k}_l{lane}_addr", KEEP)) for lane, (bank, addr) in enumerate(splits)]
             data = {}
             for b, ram in rams.items():
                 raddr = ram.r_addr[k]

@@ -31,7 +31,7 @@ from amaranth.lib.wiring import In, Out
 
 from .. import ir
 from ..affine import to_affine
-from ..passes.memplan import affine_parts
+from ..passes.memplan import BANK_FANOUT, affine_parts
 from ..errors import ScheduleError
 from ..loops import AppendWrite, GroupWrite, Pipe, write_exprs
 from . import timing as tm
@@ -160,18 +160,20 @@ def par_deps(par: dict):
     return deps
 
 
-def broadcast(par: dict):
-    """spread(node, operand): `operand` is shared by more than FANOUT lanes of `node` (it
+def broadcast(par: dict, fanout: int = FANOUT):
+    """spread(node, operand): `operand` is shared by more than `fanout` lanes of `node` (it
     does not depend on par counters that `node` does). Such an operand of a multiplier reaches
     the DSP blocks of its lanes through two registers: copies for groups of FANOUT lanes,
-    then one copy for each lane beside its blocks (timing.schedule, Datapath.at)."""
+    then one copy for each lane beside its blocks. Such an index of a read (with `fanout`
+    BANK_FANOUT) reaches the banks' address registers through copies for groups of FANOUT
+    lanes, a stage after it is made (timing.schedule, Datapath.at)."""
     deps = par_deps(par)
 
     def spread(node, operand) -> bool:
         lanes = 1
         for name in deps(node) - deps(operand):
             lanes *= par[name]
-        return lanes > FANOUT
+        return lanes > fanout
 
     return spread
 
@@ -179,7 +181,8 @@ def broadcast(par: dict):
 def analyse(pipe: Pipe, plans: dict):
     """Timing, write plans and ports of a pipe (pure; the cycle model uses it too)."""
     par = {c.name: c.par for c in pipe.counters if c.par > 1}
-    timing = tm.schedule(pipe_exprs(pipe), lambda mem: tm.read_timing(plans[mem.name]), broadcast(par))
+    timing = tm.schedule(pipe_exprs(pipe), lambda mem: tm.read_timing(plans[mem.name]), broadcast(par),
+                         broadcast(par, BANK_FANOUT))
     reads, read_nodes = [], []
     for e in pipe_exprs(pipe):
         for n in ir.walk(e):
@@ -290,6 +293,22 @@ class PipeUnit(wiring.Component):
         for s in range(1, L + 1):
             m.d.sync += [valid[s].eq(valid[s - 1]), is_last[s].eq(is_last[s - 1])]
         m.d.sync += self.done.eq(is_last[L])
+        copies = {}
+
+        def valid_for(stage, pos, lanes):
+            """valid[stage] for lane `pos` of a port of `lanes` lanes. A port of more than
+            BANK_FANOUT lanes gives each group of FANOUT lanes its own copy (kept), made from
+            valid[stage - 1]: the same value, from a flip-flop near the group's banks rather
+            than one that drives every bank's write enable and forwarding logic."""
+            group = pos // FANOUT
+            if lanes <= BANK_FANOUT or stage == 0 or group == 0:
+                return valid[stage]
+            found = copies.get((stage, group))
+            if found is None:
+                found = Signal(name=f"valid_s{stage}_g{group}", attrs=KEEP)
+                m.d.sync += found.eq(valid[stage - 1])
+                copies[(stage, group)] = found
+            return found
 
         def leaf(node, lane):
             if isinstance(node, ir.Param):
@@ -365,7 +384,8 @@ class PipeUnit(wiring.Component):
                         clear = None
                         if unit == 0 and ready(w.first, L - 1):
                             clear, cleared = dp.at(w.first, L - 1, first_lane), True
-                        old = self._forward(m, old, new, idx, early, earlier, valid[L - 1], valid[L],
+                        old = self._forward(m, old, new, idx, early, earlier, valid_for(L - 1, pos, len(spec.lanes)),
+                                            valid_for(L, pos, len(spec.lanes)),
                                             f"w{k}l{pos}", behind, clear)
                     if cleared:
                         m.d.comb += new.eq(dp.combine(w.op, old, value, w.mem.dtype))
@@ -381,7 +401,7 @@ class PipeUnit(wiring.Component):
                         m.d.comb += start.eq(Mux(dp.at(w.first, L, first_lane), unit, old))
                         m.d.comb += new.eq(dp.combine(w.op, start, value, w.mem.dtype))
                     value = new
-                m.d.comb += getattr(port, f"en{pos}").eq(valid[L])
+                m.d.comb += getattr(port, f"en{pos}").eq(valid_for(L, pos, len(spec.lanes)))
                 for d, v in enumerate(idx):
                     m.d.comb += getattr(port, f"i{pos}_{d}").eq(v)
                 m.d.comb += getattr(port, f"d{pos}").eq(value)

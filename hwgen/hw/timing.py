@@ -126,8 +126,11 @@ def shift_bits(node) -> tuple | None:
 
 
 def op_cost(node) -> int:
-    """Combinational depth added by `node`."""
+    """Combinational depth added by `node`. A comparison's carry chain is as wide as its
+    operands (its result is one bit); an absolute value is a negation and a select."""
     wide = getattr(node, "dtype", None) is not None and node.dtype.bits > 32
+    if isinstance(node, ir.Binary) and node.op in ir.COMPARE:
+        wide = max(node.a.dtype.bits, node.b.dtype.bits) > 32
     if isinstance(node, ir.Binary):
         if node.op in ("add", "sub") or node.op in ir.COMPARE:
             return 3 if wide else 2
@@ -139,8 +142,8 @@ def op_cost(node) -> int:
         if node.op in ("and", "or", "xor"):
             return 1
         return 0  # registered ops: their cost is their latency
-    if isinstance(node, ir.Unary):
-        return 0 if node.op == "invert" else (3 if wide else 2)
+    if isinstance(node, ir.Unary):  # abs: a negation, then a select by the sign
+        return {"invert": 0, "neg": 3 if wide else 2, "abs": 4 if wide else 3}[node.op]
     if isinstance(node, ir.Select):
         return 1
     if isinstance(node, ir.Table):
@@ -211,10 +214,12 @@ def read_timing(plan) -> tuple:
     return plan.latency, 0, 0
 
 
-def schedule(exprs, reads, spread=None) -> Timing:
+def schedule(exprs, reads, spread=None, spread_index=None) -> Timing:
     """Schedule every node of `exprs`; `reads(mem)` gives a read's (latency, before, after).
     `spread(node, operand)`: the multiplier `node`'s `operand` goes to many lanes, so it is
-    taken two stages after it is made (a register per group of lanes, then per lane)."""
+    taken two stages after it is made (a register per group of lanes, then per lane).
+    `spread_index(read, index)`: the read's `index` goes to the banks of many lanes, so it is
+    taken a stage after it is made (a register per group of lanes)."""
     timing = Timing()
 
     def visit(node):
@@ -224,7 +229,9 @@ def schedule(exprs, reads, spread=None) -> Timing:
             visit(o)
         if isinstance(node, ir.MemRead):
             lat, before, after = reads(node.mem)
-            s, d = place_at([timing.ready(i) for i in node.idx], before, lat, after)
+            ready = [(s + 1, 0) if spread_index is not None and spread_index(node, i) else (s, d)
+                     for i, (s, d) in zip(node.idx, map(timing.ready, node.idx))]
+            s, d = place_at(ready, before, lat, after)
         elif latency_of(node):
             ready = [timing.ready(c) for c in ir.children(node)]
             if from_flipflop(node):  # the route to a DSP block is long; adders start the tree

@@ -31,6 +31,11 @@ MAX_BANKS = 1024
 # RAMs of more banks than this pick a lane's data in two registered steps (groups of
 # MUX_GROUP banks, then the group): one more cycle of read latency, a shorter path
 MUX_GROUP = 4
+# banks (of as many lanes) that one flip-flop of a shared signal may drive directly: up to this
+# many (gemm at par 16: 151 MHz on the ECP5-85k) a read index, a valid flag or a buffer select
+# drives them; beyond, they get copies per group of lanes, and a RAM of more banks registers
+# each lane's read address once more (hw/pipe.py, hw/onchip.py)
+BANK_FANOUT = 16
 
 
 @dataclass(frozen=True)
@@ -64,13 +69,21 @@ class MemPlan:
         return self.kind == "sram" and self.nbanks > MUX_GROUP
 
     @property
+    def registered_reads(self) -> bool:
+        """A RAM of more than BANK_FANOUT banks: each lane's read address (and bank number) is
+        registered before it reaches its banks' address registers, so that no flip-flop of a
+        signal the lanes share (a tile store's row counter) drives every bank."""
+        return self.kind == "sram" and self.nbanks > BANK_FANOUT
+
+    @property
     def latency(self) -> int:
-        """Cycles from a read's address to its data (RAM: the bank's address register, the
-        read, its output register, then the bank multiplexer's register, or its two
-        registers when there are more than MUX_GROUP banks)."""
+        """Cycles from a read's address to its data (RAM: the lane's address register with
+        `registered_reads`, the bank's address register, the read, its output register, then
+        the bank multiplexer's register, or its two registers when there are more than
+        MUX_GROUP banks)."""
         if self.kind != "sram":
             return 0
-        return 5 if self.two_steps else 4
+        return 4 + self.two_steps + self.registered_reads
 
     @property
     def registered_writes(self) -> bool:
