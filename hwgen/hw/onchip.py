@@ -291,7 +291,7 @@ class OnChipMem(wiring.Component):
                 elif users:  # the planner gives a bank to at most one lane of a port
                     m.d.sync += raddr.eq(one_of([Mux(splits[lane][0] == flat_bank[b], splits[lane][1], 0)
                                                  for lane in users]))
-                data[b] = ram.r_data[k]  # three cycles after the address (address, read, output register)
+                data[b] = ram.r_data[k]  # three cycles after the bank's address register is given its address
             for lane in range(lanes):
                 out = getattr(port, f"d{lane}")
                 banks_l = reach[lane]

@@ -181,8 +181,15 @@ def broadcast(par: dict, fanout: int = FANOUT):
 def analyse(pipe: Pipe, plans: dict):
     """Timing, write plans and ports of a pipe (pure; the cycle model uses it too)."""
     par = {c.name: c.par for c in pipe.counters if c.par > 1}
+    many = broadcast(par, BANK_FANOUT)
+    own = {c.name for c in pipe.counters}
+
+    def spread_index(read, index) -> bool:  # a RAM's index that moves during the pipe
+        moves = any(isinstance(n, ir.Index) and n.name in own for n in ir.walk(index))
+        return plans[read.mem.name].kind == "sram" and moves and many(read, index)
+
     timing = tm.schedule(pipe_exprs(pipe), lambda mem: tm.read_timing(plans[mem.name]), broadcast(par),
-                         broadcast(par, BANK_FANOUT))
+                         spread_index)
     reads, read_nodes = [], []
     for e in pipe_exprs(pipe):
         for n in ir.walk(e):

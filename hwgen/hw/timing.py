@@ -207,8 +207,8 @@ def place_at(ready, cost: int, latency: int = 0, after: int = 0) -> tuple:
 
 def read_timing(plan) -> tuple:
     """(latency, logic before, logic after) of a read of the memory planned by `plan`:
-    registers read through a multiplexer in the same cycle; RAM returns registered data three
-    cycles after the address (read, output register, bank multiplexer and its register)."""
+    registers read through a multiplexer in the same cycle; RAM returns registered data
+    MemPlan.latency cycles after the address (4 to 6: hw/onchip.py)."""
     if plan.latency == 0:
         return 0, mux_cost(plan.mem.size * plan.depth), 0
     return plan.latency, 0, 0

@@ -11,7 +11,7 @@ arrives `latency` + 1 cycles after its request (the arbiter registers it), is re
 cycle after; `done` pulses the cycle after that write. Uncontended: `beats + latency +
 LOAD_EXTRA` (4).
 Store timing: the tile is read one beat per cycle from t0 + 2 (`read latency` 0 for registers,
-4 for RAM) into a ring of read latency + 2 beats, which sends each beat the cycle after it
+4 to 6 for RAM: MemPlan.latency) into a ring of read latency + 2 beats, which sends each beat the cycle after it
 arrives; `done` pulses the cycle after the last beat is accepted. Uncontended: `beats + read
 latency + STORE_EXTRA` (3).
 
@@ -227,7 +227,7 @@ class LoadUnit(_TileUnit):
 
 class StoreUnit(_TileUnit):
     """Copies `store.mem` into the tile of `store.dram` at `store.origin` (see module doc).
-    `read_latency`: 0 for a register memory, 4 for RAM (MemPlan.latency)."""
+    `read_latency`: 0 for a register memory, 4 to 6 for RAM (MemPlan.latency)."""
 
     def __init__(self, store, outer: dict, words: int, word_bits: int, addr_bits: int, read_latency: int):
         self.store = store
