@@ -7,7 +7,9 @@ cycle model and the roofline assume it:
   this many consecutive words. A word holds one array element (see `word_bits`).
 - `latency` (default 20): cycles from a read request being accepted to its data being valid.
 - `jitter` (default 0, simulation only): up to this many extra cycles per read, chosen at random;
-  responses still arrive in request order. It changes cycles, never results.
+  responses still arrive in request order. When nonzero, the channel also refuses read
+  requests and write beats (ready low) in about one cycle in four each, at random. It changes
+  cycles, never results.
 - `addr_bits` (default 32): width of word addresses; the one limit on array sizes.
 
 The channel's signals are described in hw/memchannel.py.

@@ -10,12 +10,14 @@ their beats, which is exact when they start together and a few cycles short othe
     MetaLoop    1 + sum over steps of (slowest stage in the step + 1);
                 iterations + stages - 1 steps, stage s busy in steps s .. s + iterations - 1;
                 stages of one step that all move data share the channel: the step lasts at
-                least their read beats + DRAM latency + 4 (writes: their beats + 3)
+                least their read beats + DRAM latency + 5 (writes: their beats + 4)
     Parallel    max(children); loads in parallel share one request per cycle:
-                total beats + DRAM latency + 4
-    Load        beats + DRAM latency + 4       (responses are registered on the way in and
-                                               again before the tile memory)
-    Store       beats + read latency of its memory + 3
+                total beats + DRAM latency + 5
+    Load        beats + DRAM latency + 5       (requests are registered on the way out,
+                                               responses on the way in and again before
+                                               the tile memory)
+    Store       beats + read latency of its memory + 4   (done once the channel
+                                               takes the last beat from the arbiter)
     kernel      root + 1
 
 Roofline: max(compute bound, memory bound), where the compute bound is the busiest pipe's total

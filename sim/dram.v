@@ -6,6 +6,8 @@
 //   read as zero; a request whose first word is past the end sets `fault`.
 // - A write beat is accepted every cycle (wr_ready = 1) and lands at that clock edge; a write
 //   to a word past the end sets `fault`.
+// - With JITTER > 0 the channel also refuses read requests and write beats (ready low), each
+//   in about one cycle in four at random, so that clients meet backpressure.
 // - Memory contents are loaded at time 0 from the file named by +DRAM_IN=<file> ($readmemh) and
 //   written to +DRAM_OUT=<file> ($writememh) on a clock edge where `dump` is high.
 // Run-time settings: +DRAM_LATENCY=<n> (default 20), +DRAM_JITTER=<n> (default 0),
@@ -72,7 +74,13 @@ module hwgen_dram #(
 
     wire push = rd_req_valid && rd_req_ready;
     wire pop = rd_resp_valid && rd_resp_ready;
-    assign rd_req_ready = count < QN;
+    // backpressure under jitter: a free-running LFSR of its own drops each ready at random
+    reg [31:0] stall;
+    initial stall = 32'h5eed1234;
+    always @(posedge clk) stall <= {stall[30:0], stall[31] ^ stall[21] ^ stall[1] ^ stall[0]};
+    wire refuse_rd = (jitter > 0) && (stall[3:2] == 2'b00);
+    wire refuse_wr = (jitter > 0) && (stall[9:8] == 2'b00);
+    assign rd_req_ready = (count < QN) && !refuse_rd;
     assign rd_resp_valid = (count != 0) && (q_time[head] <= now);
     assign rd_resp_tag = q_tag[head];
 
@@ -117,9 +125,9 @@ module hwgen_dram #(
     end
 
     // ---------------------------------------------------------------- writes
-    assign wr_ready = 1'b1;
+    assign wr_ready = !refuse_wr;
     always @(posedge clk) begin
-        if (!rst && wr_valid) begin
+        if (!rst && wr_valid && wr_ready) begin
             for (wk = 0; wk < WORDS; wk = wk + 1) begin
                 if (wr_mask[wk]) begin
                     if ({32'd0, wr_addr} + wk < DEPTH)

@@ -1,7 +1,8 @@
 """The DRAM channel's arbiter grants round-robin, one client per cycle, searching from the
-client after the last grant; checked cycle by cycle against a plain Python model on random
-valid and ready patterns, for read clients (address and tag) and write clients (address, data
-and mask), for every client count the apps use and more."""
+client after the last grant, into a request register that drives the channel; checked cycle by
+cycle against a plain Python model on random valid and ready patterns, for read clients
+(address and tag) and write clients (address, data, mask and the `wr_sent` flags), for every
+client count the apps use and more."""
 
 import random
 
@@ -50,22 +51,28 @@ def test_round_robin_matches_the_model(kind, clients):
             got = {name: ctx.get(getattr(out, name)) for name in _payload(kind, 0, 0)}
             if kind == "rd":
                 got["tag"] = ctx.get(out.tag)
-            seen.append((ctx.get(out.valid), got, [ctx.get(p.ready) for p in ports]))
+            sent = [ctx.get(getattr(arb, f"wr_sent_{k}")) for k in range(clients)] if kind == "wr" else []
+            seen.append((ctx.get(out.valid), got, [ctx.get(p.ready) for p in ports], sent))
             await ctx.tick()
 
     sim = Simulator(arb)
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
-    last = 0
-    for cycle, ((valid, ready), (out_valid, got, readies)) in enumerate(zip(pattern, seen)):
-        k = _expected(valid, last)
-        assert out_valid == (k is not None)
-        assert readies == [int(ready and j == k) for j in range(clients)]
-        if k is not None:
-            want = _payload(kind, k, cycle)
-            if kind == "rd":
-                want["tag"] = k
-            assert got == want, cycle
-            if ready:
-                last = k
+    last, held = 0, None  # held: (client, payload) in the request register, or None
+    for cycle, ((valid, ready), (out_valid, got, readies, sent)) in enumerate(zip(pattern, seen)):
+        assert out_valid == (held is not None), cycle
+        if held is not None:
+            assert got == held[1], cycle
+        if kind == "wr":
+            assert sent == [int(held is not None and ready and j == held[0]) for j in range(clients)], cycle
+        free = held is None or ready
+        k = _expected(valid, last) if free else None
+        assert readies == [int(j == k) for j in range(clients)], cycle
+        if free:
+            held = None
+            if k is not None:
+                want = _payload(kind, k, cycle)
+                if kind == "rd":
+                    want["tag"] = k
+                held, last = (k, want), k

@@ -103,3 +103,27 @@ def test_gemm_over_32_lanes_in_verilator():
     r = kernel.verify(a, b)
     np.testing.assert_array_equal(r.outputs, (a.astype(np.int64) @ b).astype(np.int16))
     assert r.cycles == r.predicted_cycles
+
+
+def colsum(K: int, lanes: int):
+    @hw.kernel(tile={"i": 32, "j": K}, par={"j": lanes})
+    def colsum(x: hw.Array[hw.int32, 64, K]) -> hw.Array[hw.int32, K]:
+        return hw.map(K, lambda j: hw.sum(64, lambda i: x[i, j]))
+    return colsum
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("distance", [5, 6])
+def test_column_sums_over_32_banks_at_the_forwarding_threshold(distance):
+    """An accumulator of 32 banks registers its read addresses once more, so a read is
+    sampled a cycle later and misses 5 writes, not 6: each element updated every 6 issues is
+    read straight from the RAM, every 5 issues through forwarding; both exact."""
+    lanes = 2 * BANK_FANOUT
+    kernel = colsum(lanes * distance, lanes)
+    plans = kernel.elaborate().component.plans.values()
+    sums = [p for p in plans if p.registered_reads and not p.registered_writes]  # not x's tile
+    assert len(sums) == 1 and sums[0].unseen_writes == 5
+    x = np.random.default_rng(distance).integers(-1000, 1000, (64, lanes * distance), dtype=np.int32)
+    r = kernel.verify(x, runs=2)
+    np.testing.assert_array_equal(r.outputs, x.sum(axis=0, dtype=np.int32))
+    assert r.cycles == r.predicted_cycles

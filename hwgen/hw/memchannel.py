@@ -18,7 +18,7 @@ Arrays are row-major at the word address given on the kernel's `base_<array>` po
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -60,12 +60,21 @@ def tag_bits_for(readers: int) -> int:
 class Arbiter(wiring.Component):
     """Shares one channel among `readers` read clients and `writers` write clients.
 
-    Requests are granted round-robin, one per cycle, combinationally (a client's request is
-    forwarded in the cycle it is made; its `ready` is one gate after the other `valid`s). A read request carries its client's number as its tag;
-    responses are registered here (they reach a client one cycle after the channel delivers
-    them) and go to the client their tag names. Clients are always ready for responses.
+    Requests are granted round-robin, one per cycle (a client's `ready` is one gate after the
+    other clients' `valid`s), into a request register per direction: the channel's request
+    signals (`mem.rd_req`, `mem.wr`) come straight from flip-flops, so a request reaches the
+    channel the cycle after its client's transfer. The register takes a new request in any
+    cycle it is empty or the channel accepts the one it holds, so requests still flow one per
+    cycle. A read request carries its client's number as its tag; responses are registered
+    here (they reach a client one cycle after the channel delivers them) and go to the client
+    their tag names. Clients are always ready for responses.
 
-    Members: `rd_req_<k>`, `rd_resp_<k>` (read client k), `wr_<k>` (write client k), `mem`.
+    `wr_sent_<k>` is high in a cycle where the channel accepts write client k's beat out of
+    the register: a write is complete only then (see the channel's contract above), so a
+    store counts itself done after it.
+
+    Members: `rd_req_<k>`, `rd_resp_<k>` (read client k), `wr_<k>` and `wr_sent_<k>` (write
+    client k), `mem`.
     """
 
     def __init__(self, readers: int, writers: int, addr_bits: int, word_bits: int, words: int):
@@ -78,6 +87,7 @@ class Arbiter(wiring.Component):
             members[f"rd_resp_{k}"] = Out(read_response(data_bits))
         for k in range(writers):
             members[f"wr_{k}"] = In(write(addr_bits, data_bits, words))
+            members[f"wr_sent_{k}"] = Out(1)
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -85,7 +95,9 @@ class Arbiter(wiring.Component):
         reqs = [getattr(self, f"rd_req_{k}") for k in range(self._readers)]
         wrs = [getattr(self, f"wr_{k}") for k in range(self._writers)]
         self._round_robin(m, reqs, self.mem.rd_req, tagged=True)
-        self._round_robin(m, wrs, self.mem.wr, tagged=False)
+        sent = self._round_robin(m, wrs, self.mem.wr, tagged=False)
+        for k, s in enumerate(sent):
+            m.d.comb += getattr(self, f"wr_sent_{k}").eq(s)
         m.d.comb += self.mem.rd_resp.ready.eq(1)
         data = Signal.like(self.mem.rd_resp.data, name="resp_data")
         m.d.sync += data.eq(self.mem.rd_resp.data)
@@ -96,8 +108,10 @@ class Arbiter(wiring.Component):
             m.d.comb += [resp.valid.eq(valid), resp.data.eq(data)]
         return m
 
-    def _round_robin(self, m, clients, out, tagged: bool):
-        """Grant one valid client per cycle, searching from the one after the last grant.
+    def _round_robin(self, m, clients, out, tagged: bool) -> list:
+        """Grant one valid client per cycle, searching from the one after the last grant, into
+        the request register that drives `out`. Returns, for each client, whether the channel
+        accepts that client's request out of the register this cycle.
 
         Each client's grant is its own signal (a valid client wins when no client between the
         last grant and it is valid), so a client's `ready` is one gate after the other
@@ -106,10 +120,14 @@ class Arbiter(wiring.Component):
         n = len(clients)
         if n == 0:
             m.d.comb += out.valid.eq(0)
-            return
+            return []
         kind = "rd" if tagged else "wr"
         won = [Signal(name=f"{kind}_won_{k}") for k in range(n)]
         grant = Signal(range(max(2, n)), name=f"{kind}_grant")
+        held = Signal(name=f"{kind}_held")  # the request register holds a request
+        owner = Signal(n, name=f"{kind}_owner", reset_less=True)  # one-hot: whose it is
+        free = Signal(name=f"{kind}_free")  # it takes a new request this cycle
+        m.d.comb += [free.eq(~held | out.ready), out.valid.eq(held)]
         if n > 1:
             last = Signal(range(n), name=f"{kind}_last")
             for k in range(n):
@@ -120,21 +138,27 @@ class Arbiter(wiring.Component):
                     is_start = last == start if start < n - 1 else last >= start
                     ways.append(is_start & ~_any(clients[j].valid for j in ahead) if ahead else is_start)
                 m.d.comb += won[k].eq(clients[k].valid & _any(ways))
-            with m.If(out.valid & out.ready):
+            with m.If(free & _any(c.valid for c in clients)):
                 m.d.sync += last.eq(grant)
         else:
             m.d.comb += won[0].eq(clients[0].valid)
-        m.d.comb += out.valid.eq(_any(c.valid for c in clients))
         for k, c in enumerate(clients):
-            m.d.comb += c.ready.eq(won[k] & out.ready)
+            m.d.comb += c.ready.eq(won[k] & free)
             with m.If(won[k]):
                 m.d.comb += grant.eq(k)
-        payload = ["addr"] + ([] if tagged else ["data", "mask"])
-        for name in payload:  # and-or over the one-hot grants: no decoding of `grant`
+        payload = ["addr"] + (["tag"] if tagged else ["data", "mask"])
+        with m.If(free):
+            m.d.sync += [held.eq(_any(c.valid for c in clients)), owner.eq(Cat(*won))]
+        for name in payload:
             port = getattr(out, name)
-            m.d.comb += port.eq(_any(getattr(c, name) & won[k].replicate(len(port)) for k, c in enumerate(clients)))
-        if tagged:
-            m.d.comb += out.tag.eq(grant)
+            reg = Signal.like(port, name=f"{kind}_held_{name}", reset_less=True)
+            m.d.comb += port.eq(reg)
+            # and-or over the one-hot grants: no decoding of `grant`
+            value = grant if name == "tag" else _any(getattr(c, name) & won[k].replicate(len(port))
+                                                      for k, c in enumerate(clients))
+            with m.If(free):
+                m.d.sync += reg.eq(value)
+        return [held & out.ready & owner[k] for k in range(n)]
 
 
 def _any(values):

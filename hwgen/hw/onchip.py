@@ -279,7 +279,10 @@ class OnChipMem(wiring.Component):
             bufs = self._lane_bufs(m, f"r{k}", lanes, len(bank_ids))
             splits = [split(port, lane, bufs[lane]) for lane in range(lanes)]
             if plan.registered_reads:  # each lane's own registers, then its banks' (MemPlan)
-                splits = [(self._register(m, bank, f"r{k}_l{lane}_bank", KEEP),
+                users_of = {b: sum(b in reach[lane] for lane in range(lanes)) for b in bank_ids}
+                # a lane needs its bank number only to pick among banks or to claim a shared one
+                picks = [len(reach[lane]) > 1 or users_of[reach[lane][0]] > 1 for lane in range(lanes)]
+                splits = [(self._register(m, bank, f"r{k}_l{lane}_bank", KEEP) if picks[lane] else bank,
                            self._register(m, addr, f"r{k}_l{lane}_addr", KEEP)) for lane, (bank, addr) in enumerate(splits)]
             data = {}
             for b, ram in rams.items():

@@ -232,5 +232,6 @@ class KernelTop(wiring.Component):
             wiring.connect(m, unit.rd_resp, getattr(arb, f"rd_resp_{k}"))
         for k, unit in enumerate(self.stores):
             wiring.connect(m, unit.wr, getattr(arb, f"wr_{k}"))
+            m.d.comb += unit.wr_sent.eq(getattr(arb, f"wr_sent_{k}"))
         wiring.connect(m, arb.mem, wiring.flipped(self.mem))
         return m

@@ -6,17 +6,20 @@ to `words` words, one beat request per cycle while the channel accepts them: a b
 
 Both first spend two cycles on the tile's DRAM address (products, then their sum).
 Load timing: `go` in t0; beat requests from t0 + 2 (one per cycle when granted); each response
-arrives `latency` + 1 cycles after its request (the arbiter registers it), is registered again
+arrives `latency` + 2 cycles after its request (the arbiter registers the request on its way
+out and the response on its way in), is registered again
 (so the tile memory's bank multiplexers start from flip-flops) and written to the tile the
 cycle after; `done` pulses the cycle after that write. Uncontended: `beats + latency +
-LOAD_EXTRA` (4).
+LOAD_EXTRA` (5).
 Store timing: the tile is read one beat per cycle from t0 + 2 (`read latency` 0 for registers,
 4 to 6 for RAM: MemPlan.latency) into a ring of read latency + 2 beats, which sends each beat the cycle after it
-arrives; `done` pulses the cycle after the last beat is accepted. Uncontended: `beats + read
-latency + STORE_EXTRA` (3).
+arrives; the arbiter's request register takes it and the channel accepts it from there a
+cycle later (`wr_sent`); `done` pulses the cycle after the channel accepts the last beat, so a
+read requested after `done` sees every write. Uncontended: `beats + read latency +
+STORE_EXTRA` (4).
 
 Members: go, done, base: In(addr), ctr_<name>: In, the channel client port (rd_req + rd_resp,
-or wr), and `port`: the tile memory's vector port, one lane per word of a beat.
+or wr and wr_sent: In(1)), and `port`: the tile memory's vector port, one lane per word of a beat.
 """
 
 from __future__ import annotations
@@ -37,8 +40,8 @@ from .onchip import congruent_banks, one_of, read_port, write_port
 from .pipe import port_name, used_names
 
 
-LOAD_EXTRA = 4  # a load's cycles beyond its beats and the DRAM latency
-STORE_EXTRA = 3  # a store's cycles beyond its beats and its memory's read latency
+LOAD_EXTRA = 5  # a load's cycles beyond its beats and the DRAM latency
+STORE_EXTRA = 4  # a store's cycles beyond its beats and its memory's read latency
 
 
 def beats_of(shape, words: int) -> int:
@@ -236,6 +239,7 @@ class StoreUnit(_TileUnit):
         self.mem_shape = mem.shape
         members = {
             "wr": Out(memchannel.write(addr_bits, words * word_bits, words)),
+            "wr_sent": In(1),
             "port": Out(read_port(mem.shape, mem.dtype, lanes_of(store.shape, words))),
         }
         if store.limit is not None:  # elements from flat position `limit` on are sent as 0
@@ -342,7 +346,12 @@ class StoreUnit(_TileUnit):
             walk.step(m)
             with m.If(walk.last()):
                 m.d.sync += fetching.eq(0)
+        # done once the channel has taken the last beat out of the arbiter's request register
+        # (the register holds one beat, so while `last_queued` it is this store's last)
+        last_queued = Signal()
         m.d.sync += self.done.eq(0)
         with m.If(accepted & out[3]):
-            m.d.sync += self.done.eq(1)
+            m.d.sync += last_queued.eq(1)
+        with m.If(last_queued & self.wr_sent):
+            m.d.sync += [last_queued.eq(0), self.done.eq(1)]
         return m

@@ -104,9 +104,11 @@ class MemPlan:
     @property
     def unseen_writes(self) -> int:
         """How many of the latest cycles' writes a read does not see: a RAM samples the read's
-        registered address a cycle after it is given, seeing the writes that landed before,
-        and a write lands `write_latency` edges after its request."""
-        return self.latency - 1 + self.write_latency if self.kind == "sram" else 0
+        registered address a cycle after it is given (two with `registered_reads`), seeing the
+        writes that landed before, and a write lands `write_latency` edges after its request."""
+        if self.kind != "sram":
+            return 0
+        return self.latency - 1 - self.registered_reads + self.write_latency
 
     @property
     def nbanks(self) -> int:
