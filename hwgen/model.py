@@ -11,8 +11,8 @@ their beats, which is exact when they start together and a few cycles short othe
                 iterations + stages - 1 steps, stage s busy in steps s .. s + iterations - 1;
                 stages of one step that all move data share the channel: the step lasts at
                 least their read beats + DRAM latency + 5 (writes: their beats + 4)
-    Parallel    max(children); loads in parallel share one request per cycle:
-                total beats + DRAM latency + 5
+    Parallel    max(children) + 1; loads in parallel share one request per cycle:
+                total beats + DRAM latency + 5 + 1
     Load        beats + DRAM latency + 5       (requests are registered on the way out,
                                                responses on the way in and again before
                                                the tile memory)
@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from .dram import DramConfig
 from .hw.pipe import pipe_latency
+from .hw.control import JOIN_EXTRA
 from .hw.transfer import LOAD_EXTRA, STORE_EXTRA, beats_of
 from .loops import Load, Loop, LoopProgram, Parallel, Pipe, Store
 
@@ -75,9 +76,9 @@ def predict(prog: LoopProgram, dram: DramConfig, plans: dict, names: dict | None
             kids = [named(k, trips) for k in c.children]
             if all(isinstance(k, Load) for k in c.children):
                 beats = sum(beats_of(k.mem.shape, dram.words_per_cycle) for k in c.children)
-                n = beats + dram.latency + LOAD_EXTRA
+                n = beats + dram.latency + LOAD_EXTRA + JOIN_EXTRA
             else:
-                n = max(k[0] for k in kids)
+                n = max(k[0] for k in kids) + JOIN_EXTRA
             return n, {"parallel": [k[1] for k in kids], "cycles": n}
         if isinstance(c, Loop):
             it = c.iterations

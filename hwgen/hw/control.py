@@ -14,8 +14,9 @@ them reports done; the next step starts the cycle after. It takes
 Stage s sees the counter values of its own iteration (`ctr_<name>_s<s>`) and, for a memory
 N-buffered over this loop, that iteration's buffer (`buf<N>_s<s>` = iteration mod N).
 
-Parallel: `go` starts every child in the same cycle; `done` pulses in the cycle the last child
-reports done, so it takes max(child cycles).
+Parallel: `go` starts every child in the same cycle; `done` pulses the cycle after the last
+child reports done (a flip-flop, so the join's logic is not on the parent's path), so it takes
+max(child cycles) + 1.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .counters import all_at_end, next_values
+
+JOIN_EXTRA = 1  # a Parallel's cycles beyond its slowest child (its registered done)
 
 
 def _name(name: str) -> str:
@@ -183,7 +186,7 @@ class Parallel(wiring.Component):
             finished = finished & (seen[k] | d)
             with m.If(d):
                 m.d.sync += seen[k].eq(1)
-        m.d.comb += self.done.eq(finished)
+        m.d.sync += self.done.eq(finished)
         with m.If(finished):
             m.d.sync += [s.eq(0) for s in seen]
         return m
