@@ -114,9 +114,9 @@ class Arbiter(wiring.Component):
         accepts that client's request out of the register this cycle.
 
         Each client's grant is its own signal (a valid client wins when no client between the
-        last grant and it is valid), so a client's `ready` is one gate after the other
-        clients' `valid`s, and the payload is an and-or over the grants; the binary grant (the
-        tag, the next `last`) is made from them in parallel."""
+        last grant and it is valid; which clients are between is kept in flip-flops), so a
+        client's `ready` is one AND-OR after the other clients' `valid`s, and the payload is an
+        and-or over the grants; the binary grant (the tag) is made from them in parallel."""
         n = len(clients)
         if n == 0:
             m.d.comb += out.valid.eq(0)
@@ -129,17 +129,19 @@ class Arbiter(wiring.Component):
         free = Signal(name=f"{kind}_free")  # it takes a new request this cycle
         m.d.comb += [free.eq(~held | out.ready), out.valid.eq(held)]
         if n > 1:
-            last = Signal(range(n), name=f"{kind}_last")
+            def ahead(start: int, k: int) -> list:
+                """The clients searched before k when the last grant was `start`."""
+                order = [(start + 1 + j) % n for j in range(n)]
+                return order[:order.index(k)]
+            # ahead_k[j]: client j comes before client k in the search from the last grant,
+            # held in flip-flops (made from the grant), so a client wins in one AND-OR of the
+            # other clients' valids, with no decoding of the last grant on the way
             for k in range(n):
-                ways = []
-                for start in range(n):  # last == start: clients start+1, start+2, ... in turn
-                    order = [(start + 1 + j) % n for j in range(n)]
-                    ahead = order[:order.index(k)]
-                    is_start = last == start if start < n - 1 else last >= start
-                    ways.append(is_start & ~_any(clients[j].valid for j in ahead) if ahead else is_start)
-                m.d.comb += won[k].eq(clients[k].valid & _any(ways))
-            with m.If(free & _any(c.valid for c in clients)):
-                m.d.sync += last.eq(grant)
+                mask = Signal(n, name=f"{kind}_ahead_{k}", init=sum(1 << j for j in ahead(0, k)))
+                with m.If(free & _any(c.valid for c in clients)):
+                    m.d.sync += [mask[j].eq(_any(won[g] for g in range(n) if j in ahead(g, k)))
+                                 for j in range(n) if j != k]
+                m.d.comb += won[k].eq(clients[k].valid & ~_any(mask[j] & clients[j].valid for j in range(n) if j != k))
         else:
             m.d.comb += won[0].eq(clients[0].valid)
         for k, c in enumerate(clients):
