@@ -60,7 +60,7 @@ def tag_bits_for(readers: int) -> int:
 class Arbiter(wiring.Component):
     """Shares one channel among `readers` read clients and `writers` write clients.
 
-    Requests are granted round-robin, one per cycle (a client's `ready` is one gate after the
+    Requests are granted round-robin, one per cycle (a client's `ready` is one AND-OR of the
     other clients' `valid`s), into a request register per direction: the channel's request
     signals (`mem.rd_req`, `mem.wr`) come straight from flip-flops, so a request reaches the
     channel the cycle after its client's transfer. The register takes a new request in any
