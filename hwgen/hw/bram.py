@@ -48,11 +48,12 @@ class BlockRam:
     def __init__(self, shape: Shape, depth: int, reads: int, name: str):
         self.shape, self.depth, self.name = Shape.cast(shape), depth, name
         abits = max(1, (depth - 1).bit_length())
-        # each bank keeps its own address and write-enable registers (`keep`): banks that lanes
-        # address alike would otherwise share one, routed to block RAMs across the chip
+        # each bank keeps its own address, write-enable and write-data registers (`keep`): banks
+        # that lanes address alike, or that a tile load fills with the same beat, would
+        # otherwise share one, routed to block RAMs across the chip
         self.w_en = Signal(name=f"{name}_wen", attrs=KEEP)
         self.w_addr = Signal(abits, name=f"{name}_waddr", attrs=KEEP, reset_less=True)
-        self.w_data = Signal(self.shape, name=f"{name}_wdata", reset_less=True)
+        self.w_data = Signal(self.shape, name=f"{name}_wdata", attrs=KEEP, reset_less=True)
         self.r_addr = [Signal(abits, name=f"{name}_raddr{k}", attrs=KEEP, reset_less=True) for k in range(reads)]
         self.r_data = [Signal(self.shape, name=f"{name}_rdata{k}", reset_less=True) for k in range(reads)]
 

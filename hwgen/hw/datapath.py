@@ -20,7 +20,8 @@ from .. import ir
 from ..ranges import value_range
 from . import divider, dsp
 from .device import KEEP
-from .timing import Timing, constant_factor, divider_bits, latency_of, multiplier, shift_add, shift_bits, wide_mul
+from .timing import (LOW_SHIFT_BITS, Timing, constant_factor, divider_bits, latency_of, multiplier, shift_add,
+                     shift_bits, split_shift, wide_mul)
 
 
 def dtype_shape(dtype) -> Shape:
@@ -189,6 +190,9 @@ class Datapath:
             # the operands are registered next to this lane's multiplier (DSP input registers)
             dsp.multiply(self.m, *operands, out, self.signal)
             return out
+        if split_shift(node) is not None:
+            self.m.d.comb += out.eq(self._split_shift(node, *operands))
+            return out
         decided = self._decided(node, operands)
         if decided is not None:  # the operands' ranges settle it: no logic (and no lint warning)
             self.m.d.comb += out.eq(decided)
@@ -203,6 +207,26 @@ class Datapath:
         else:
             self.m.d.comb += out.eq(value)
         return out
+
+    def _split_shift(self, node, a, amount):
+        """numpy's shift in two steps (timing.split_shift): by the amount's high bits, registered
+        with the low bits and the "amount >= width" flag; then by the low bits, and 0 or the
+        sign when the amount reaches the width (the sign of the partial result is a's)."""
+        used, can_reach = shift_bits(node)
+        amt = _fit(amount, node.dtype).as_unsigned()
+        left = node.op == "shl"
+        high = Cat(Const(0, LOW_SHIFT_BITS), amt[LOW_SHIFT_BITS:used])
+        first = _fit(a << high, node.dtype) if left else a >> high
+        part = self.signal(first.shape(), "shh_")
+        low = self.signal(unsigned(LOW_SHIFT_BITS), "shlo_")
+        self.m.d.sync += [part.eq(first), low.eq(amt[:LOW_SHIFT_BITS])]
+        second = _fit(part << low, node.dtype) if left else part >> low
+        if not can_reach:
+            return second
+        over = self.signal(unsigned(1), "shov_")
+        self.m.d.sync += over.eq(amt >= node.dtype.bits)
+        fill = Mux(part < 0, -1, 0) if not left and node.dtype.signed and part.shape().signed else 0
+        return Mux(over, fill, second)
 
     def _decided(self, node, operands):
         """The value of a comparison, max or min that its operands' ranges decide, else None."""

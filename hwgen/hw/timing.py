@@ -12,7 +12,8 @@ register memories are combinational; a RAM read takes MemPlan.latency cycles.
 
 Depth units: one 32-bit adder is 2, a LUT level (logic, a 2:1 mux) is 1; a stage holds 4
 (two adders, or an adder and two levels of logic: about 8 ns on an ECP5). A shift by a
-variable amount costs a level per two amount bits its range needs (shift_bits).
+variable amount costs a level per two amount bits its range needs (shift_bits); one that
+would fill a stage is split in two, registered between (split_shift).
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ def latency_of(node) -> int:
         return 2
     if shift_add(node):
         return shift_add_levels(constant_factor(node)[1])
+    if split_shift(node) is not None:
+        return 1
     if isinstance(node, ir.Binary):
         return _REGISTERED.get(node.op, 0)
     return 0
@@ -125,6 +128,27 @@ def shift_bits(node) -> tuple | None:
     return max(1, (width - 1).bit_length()), 1
 
 
+LOW_SHIFT_BITS = 2  # amount bits a split shifter leaves to its second step (one LUT level)
+
+
+def split_shift(node) -> tuple | None:
+    """(logic before, logic after the register) of a shift by a variable amount whose shifter
+    would fill a whole stage (a 64-bit shift by up to 63 or more, a 32-bit one that can reach
+    32): it shifts by the amount's high bits and registers the result with the low bits and
+    the "amount >= width" flag, then shifts by the low bits and selects 0 or the sign in the
+    next stage. The amount fans out to every bit's multiplexer; splitting halves the
+    multiplexer depth behind that route. None for other nodes."""
+    bits = shift_bits(node)
+    if bits is None or _shifter_cost(bits) < BUDGET:
+        return None
+    used, can_reach = bits
+    return -(-(used - LOW_SHIFT_BITS) // 2), -(-LOW_SHIFT_BITS // 2) + can_reach
+
+
+def _shifter_cost(bits: tuple) -> int:
+    return -(-bits[0] // 2) + bits[1]
+
+
 def op_cost(node) -> int:
     """Combinational depth added by `node`. A comparison's carry chain is as wide as its
     operands (its result is one bit); an absolute value is a negation and a select."""
@@ -138,7 +162,7 @@ def op_cost(node) -> int:
             return 4 if wide else 3
         if node.op in ("shl", "shr"):
             bits = shift_bits(node)
-            return 2 if bits is None else -(-bits[0] // 2) + bits[1]
+            return 2 if bits is None else _shifter_cost(bits)
         if node.op in ("and", "or", "xor"):
             return 1
         return 0  # registered ops: their cost is their latency
@@ -232,6 +256,9 @@ def schedule(exprs, reads, spread=None, spread_index=None) -> Timing:
             ready = [(s + 1, 0) if spread_index is not None and spread_index(node, i) else (s, d)
                      for i, (s, d) in zip(node.idx, map(timing.ready, node.idx))]
             s, d = place_at(ready, before, lat, after)
+        elif split_shift(node) is not None:
+            before, after = split_shift(node)
+            s, d = place_at([timing.ready(c) for c in ir.children(node)], before, 1, after)
         elif latency_of(node):
             ready = [timing.ready(c) for c in ir.children(node)]
             if from_flipflop(node):  # the route to a DSP block is long; adders start the tree

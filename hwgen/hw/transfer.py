@@ -5,7 +5,8 @@ enclosing loops). Each row of the box (its last axis, contiguous in DRAM) moves 
 to `words` words, one beat request per cycle while the channel accepts them: a burst.
 
 Both first spend two cycles on the tile's DRAM address (products, then their sum).
-Load timing: `go` in t0; beat requests from t0 + 2 (one per cycle when granted); each response
+Load timing: `go` in t0; beat requests from t0 + 2 (one per cycle when granted; a refused
+request waits in a skid register, so the beat counters never see the grant); each response
 arrives `latency` + 2 cycles after its request (the arbiter registers the request on its way
 out and the response on its way in), is registered again
 (so the tile memory's bank multiplexers start from flip-flops) and written to the tile the
@@ -205,9 +206,18 @@ class LoadUnit(_TileUnit):
             m.d.sync += [requesting.eq(1), receiving.eq(1)]
             req.reset(m)
             resp.reset(m)
-        address = req.dram_address(m, start, origin, strides, requesting & self.rd_req.ready, self._addr_bits)
-        m.d.comb += [self.rd_req.valid.eq(requesting), self.rd_req.addr.eq(address)]
-        with m.If(requesting & self.rd_req.ready):
+        # a skid register between the request counters and the channel: the counters step
+        # whenever it is empty (a flip-flop), and a request the channel refuses waits in it,
+        # so the arbiter's grant reaches one flip-flop, not the counters. The channel sees the
+        # same requests in the same cycles as without it.
+        skid, skid_addr = Signal(name="q_skid"), Signal(self._addr_bits, name="q_skid_addr", reset_less=True)
+        step = requesting & ~skid
+        address = req.dram_address(m, start, origin, strides, step, self._addr_bits)
+        with m.If(~skid):
+            m.d.sync += skid_addr.eq(address)
+        m.d.sync += skid.eq(Mux(skid, ~self.rd_req.ready, requesting & ~self.rd_req.ready))
+        m.d.comb += [self.rd_req.valid.eq(requesting | skid), self.rd_req.addr.eq(Mux(skid, skid_addr, address))]
+        with m.If(step):
             req.step(m)
             with m.If(req.last()):
                 m.d.sync += requesting.eq(0)
