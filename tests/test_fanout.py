@@ -127,3 +127,15 @@ def test_column_sums_over_32_banks_at_the_forwarding_threshold(distance):
     r = kernel.verify(x, runs=2)
     np.testing.assert_array_equal(r.outputs, x.sum(axis=0, dtype=np.int32))
     assert r.cycles == r.predicted_cycles
+
+
+def test_every_bank_keeps_its_own_write_registers():
+    """A bank's write enable, address and data registers are marked `keep`: banks that a tile
+    load fills with the same beat would otherwise share one (synthesis merges identical
+    flip-flops), routed to block RAMs across the chip."""
+    from hwgen.build import elaborate
+
+    v = elaborate(getattr(load_pattern("gemm"), "gemm")).verilog
+    decls = re.findall(r"((?:\(\*[^*]*\*\)\s*)*)(?:wire|reg)\s+(?:signed\s+)?(?:\[[^\]]*\]\s*)?(\w+_(?:wdata|waddr|wen))\s*;", v)
+    assert len(decls) >= 3 * 16, len(decls)
+    assert [name for attrs, name in decls if "keep" not in attrs] == []
