@@ -155,9 +155,14 @@ class Arbiter(wiring.Component):
             port = getattr(out, name)
             reg = Signal.like(port, name=f"{kind}_held_{name}", reset_less=True)
             m.d.comb += port.eq(reg)
-            # and-or over the one-hot grants: no decoding of `grant`
-            value = grant if name == "tag" else _any(getattr(c, name) & won[k].replicate(len(port))
-                                                      for k, c in enumerate(clients))
+            # and-or over the one-hot grants: no decoding of `grant`; a lone client's payload
+            # is taken as it is (its valid need not reach every payload bit)
+            if name == "tag":
+                value = grant
+            elif n == 1:
+                value = getattr(clients[0], name)
+            else:
+                value = _any(getattr(c, name) & won[k].replicate(len(port)) for k, c in enumerate(clients))
             with m.If(free):
                 m.d.sync += reg.eq(value)
         return [held & out.ready & owner[k] for k in range(n)]
