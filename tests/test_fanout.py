@@ -139,3 +139,17 @@ def test_every_bank_keeps_its_own_write_registers():
     decls = re.findall(r"((?:\(\*[^*]*\*\)\s*)*)(?:wire|reg)\s+(?:signed\s+)?(?:\[[^\]]*\]\s*)?(\w+_(?:wdata|waddr|wen))\s*;", v)
     assert len(decls) >= 3 * 16, len(decls)
     assert [name for attrs, name in decls if "keep" not in attrs] == []
+
+
+def test_a_tile_load_lane_reaches_its_banks_through_group_copies():
+    """A tile load into a RAM of more than MUX_GROUP banks registers each lane's address and
+    data once per group of MUX_GROUP banks it reaches (kept apart in synthesis), so no
+    flip-flop's route spans all of the lane's banks: at 32 lanes, b's tile has 32 banks and a
+    beat of 4 words, so each word lane reaches 8 banks, through 2 copies."""
+    v = wide_gemm.with_schedule(par={"j": 2 * BANK_FANOUT}).elaborate().verilog
+    decls = re.findall(r"((?:\(\*[^*]*\*\)\s*)*)reg\s+(?:signed\s+)?(?:\[[^\]]*\]\s*)?(w\d+_l(\d+)_(?:addr|data)_g(\d+))\s*(?:=[^;]*)?;", v)
+    assert decls and [name for attrs, name, _, _ in decls if "keep" not in attrs] == []
+    groups = {}
+    for _, _, lane, group in decls:
+        groups.setdefault(int(lane), set()).add(int(group))
+    assert groups == {lane: {0, 1} for lane in range(4)}, groups

@@ -1,22 +1,25 @@
 """A pipelined divider for `//` and `%` with numpy's integer semantics, one result per cycle.
 
 Timing (timing.divider_bits gives the sizes, timing.latency_of the total): the operands'
-magnitudes and signs are registered (1 cycle); restoring division then finds one quotient bit
-per stage, from the most significant down, each stage a subtract-and-compare of the divisor's
-width (n cycles for n quotient bits); the last two cycles turn the magnitudes' quotient and
-remainder into numpy's floor quotient or remainder: every candidate registered, then the
-choice registered. Numpy's rules: the
-quotient rounds toward minus infinity, the remainder takes the divisor's sign, and division by
-zero gives 0 for both.
+magnitudes and signs are registered (1 cycle); non-restoring division then finds one quotient
+bit per stage, from the most significant down (n cycles for n quotient bits). A stage adds the
+divisor to its remainder or subtracts it, by the sign of that remainder (a flip-flop), in one
+carry chain whose result goes straight to the next register: no compare, then select, after
+the chain. Its remainder lies in [-divisor, divisor); a stage's quotient bit is 1 when its
+remainder is not negative (the bits of restoring division). One cycle adds the divisor back to
+a negative final remainder; the last two turn the magnitudes' quotient and remainder into
+numpy's floor quotient or remainder: every candidate registered, then the choice registered.
+Numpy's rules: the quotient rounds toward minus infinity, the remainder takes the divisor's
+sign, and division by zero gives 0 for both.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Mux, Signal, signed, unsigned
 
 
 def build(m, op: str, a, b, out, bits: tuple, new_signal) -> None:
-    """Drive `out` with `a // b` (op "floordiv") or `a % b` (op "mod"), n + 3 cycles after
+    """Drive `out` with `a // b` (op "floordiv") or `a % b` (op "mod"), n + 4 cycles after
     `a` and `b` (n, w = `bits`: quotient bits and divisor bits); `new_signal(shape, hint)`."""
     n, w = bits
     # cycle 1: magnitudes and signs
@@ -31,22 +34,20 @@ def build(m, op: str, a, b, out, bits: tuple, new_signal) -> None:
         a_mag.eq(Mux(a < 0, -a, a) if a.shape().signed else a),
         b_mag.eq(Mux(b < 0, -b, b) if b.shape().signed else b),
     ]
-    # n cycles: restoring division, most significant quotient bit first
-    rem, quo, div, flags = Const(0, w), None, b_mag, (a_neg, b_neg, b_zero)
+    # n cycles: non-restoring division, most significant quotient bit first
+    rem, quo, div, flags = Const(0, signed(w + 1)), None, b_mag, (a_neg, b_neg, b_zero)
     for k in reversed(range(n)):
-        trial = Cat(a_mag[k], rem)  # the remainder, shifted, takes the dividend's next bit
-        fits = trial >= div
-        new_rem = new_signal(unsigned(w), "dv_r")
-        new_quo = new_signal(unsigned(n - k), "dv_q")
-        m.d.sync += [new_rem.eq(Mux(fits, trial - div, trial)), new_quo.eq(fits if quo is None else Cat(fits, quo))]
-        rem, quo = new_rem, new_quo
+        rem, quo = _step(m, new_signal, rem, quo, div, a_mag[k], n - k)
         div, flags, a_mag = _carry(m, new_signal, div, flags, a_mag, k)
+    # one cycle: a negative remainder takes the divisor back
+    r = _hold(m, new_signal, (rem + (div & rem[-1].replicate(w)))[:w], "dv_rc")  # one carry chain
+    q, div = _hold(m, new_signal, quo, "dv_qc"), _hold(m, new_signal, div, "dv_dc")
+    flags = tuple(_hold(m, new_signal, f, "dv_f") for f in flags)
     # two last cycles: numpy's floor semantics, and 0 for a zero divisor (its flag is a
     # flip-flop: no compare of the divisor's bits on the way to the result's register). The
     # first registers every candidate (each negation its own carry chain) and whether the
     # division was exact; the second only picks one, so the result's register can sit far from
     # the divider (by its users) without a carry chain before the long route.
-    q, r = quo, rem
     an, bn, zero = flags
     inexact = new_signal(1, "dv_ix")
     m.d.sync += inexact.eq(r != 0)
@@ -55,11 +56,27 @@ def build(m, op: str, a, b, out, bits: tuple, new_signal) -> None:
         q_hold, neg = _hold(m, new_signal, q, "dv_qq"), _hold(m, new_signal, -q, "dv_nq")
         value = Mux(differ, Mux(inexact, ~Cat(q_hold, Const(0, 1)).as_signed(), neg), q_hold)  # -q-1 is ~q
     else:
-        up = div - r  # the remainder taken up to the divisor's sign
-        pick = [_hold(m, new_signal, v, f"dv_m{k}") for k, v in enumerate((r, up, -r, -up))]
+        # the remainder, taken up to the divisor's sign, and their negations (one chain each)
+        pick = [_hold(m, new_signal, v, f"dv_m{k}") for k, v in enumerate((r, div - r, -r, r - div))]
         b_hold = _hold(m, new_signal, bn, "dv_bb")
         value = Mux(b_hold, Mux(inexact & differ, pick[3], pick[2]), Mux(inexact & differ, pick[1], pick[0]))
     m.d.sync += out.eq(Mux(zero, 0, value))
+
+
+def _step(m, new_signal, rem, quo, div, bit, bits):
+    """One non-restoring stage: the remainder shifted, taking the dividend's next `bit`, plus
+    the divisor when the remainder is negative, minus it otherwise; and the quotient so far
+    (`bits` long) with its new bit (the new remainder not negative). One carry chain: the
+    subtraction is the divisor's complement plus a carry into a low bit that is always 1."""
+    w = len(div)
+    trial = Cat(bit, rem)  # 2 * rem + bit, w + 2 bits, two's complement
+    sub = ~rem[-1]
+    addend = Cat(div, Const(0, 2)) ^ sub.replicate(w + 2)
+    total = Cat(Const(1, 1), trial) + Cat(sub, addend)
+    new_rem, new_quo = new_signal(signed(w + 1), "dv_r"), new_signal(unsigned(bits), "dv_q")
+    fits = ~total[w + 1]  # the new remainder's sign, inverted
+    m.d.sync += [new_rem.eq(total[1:w + 2]), new_quo.eq(fits if quo is None else Cat(fits, quo))]
+    return new_rem, new_quo
 
 
 def _hold(m, new_signal, value, hint):

@@ -14,7 +14,8 @@ A port serves `lanes` accesses per cycle; each lane gives one index per dimensio
                                             (registers) or the edge after (RAM: each bank's
                                             write is registered; two edges after for a RAM
                                             of more than MUX_GROUP banks that only tile
-                                            loads write: each lane's request is registered
+                                            loads write: each lane's request is registered,
+                                            a copy per group of MUX_GROUP banks it reaches,
                                             before the banks' multiplexers;
                                             MemPlan.write_latency)
 
@@ -253,14 +254,19 @@ class OnChipMem(wiring.Component):
                 bank, addr = split(port, lane, bufs[lane])
                 en = getattr(port, f"en{lane}")
                 data = getattr(port, f"d{lane}").as_unsigned()
-                if plan.registered_writes:  # the lane's request first lands on flip-flops
-                    addr = self._register(m, addr, f"w{k}_l{lane}_addr")
-                    data = self._register(m, data, f"w{k}_l{lane}_data")
-                for b in reach[lane]:
-                    hit = en if len(reach[lane]) == 1 else en & (bank == flat_bank[b])
-                    if plan.registered_writes:
-                        hit = self._register(m, hit, f"w{k}_l{lane}_hit{flat_bank[b]}")
-                    requests[b].append((hit, addr, data))
+                step = MUX_GROUP if plan.registered_writes else len(reach[lane])
+                for g in range(0, len(reach[lane]), step):
+                    group = reach[lane][g:g + step]
+                    # the lane's request first lands on flip-flops: a copy (kept) per group of
+                    # MUX_GROUP banks, placed by its banks, so no flip-flop's route spans them all
+                    g_addr, g_data = ((self._register(m, addr, f"w{k}_l{lane}_addr_g{g // step}", KEEP),
+                                       self._register(m, data, f"w{k}_l{lane}_data_g{g // step}", KEEP))
+                                      if plan.registered_writes else (addr, data))
+                    for b in group:
+                        hit = en if len(reach[lane]) == 1 else en & (bank == flat_bank[b])
+                        if plan.registered_writes:
+                            hit = self._register(m, hit, f"w{k}_l{lane}_hit{flat_bank[b]}")
+                        requests[b].append((hit, g_addr, g_data))
         for b, ram in rams.items():  # registered: the route into the RAM starts from a flip-flop
             if not requests[b]:
                 continue

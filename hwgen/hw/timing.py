@@ -68,8 +68,8 @@ def latency_of(node) -> int:
     if isinstance(node, ir.Table):
         return 2 if len(node.values) >= ROM_MIN else 0
     bits = divider_bits(node)
-    if bits is not None:  # operands registered, a quotient bit per stage, candidates, result
-        return bits[0] + 3
+    if bits is not None:  # operands, a quotient bit per stage, remainder fixed, candidates, result
+        return bits[0] + 4
     if wide_mul(node):
         return 4
     if multiplier(node):
