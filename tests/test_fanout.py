@@ -4,7 +4,8 @@ that it can reach each lane's DSP blocks through a group copy and then the lane'
 A read index shared by more than BANK_FANOUT lanes is taken a stage after it is made (a copy
 per group of lanes), and such a port's lanes take their valid flags from group copies; a RAM
 of more than BANK_FANOUT banks takes its buffer selects through copies and registers each
-lane's read address."""
+lane's read address. A product with an operand shared by more than BANK_FANOUT lanes is
+registered once more in the fabric (timing.far)."""
 
 import re
 
@@ -85,6 +86,28 @@ def test_read_index_of_many_lanes_is_taken_a_stage_later():
     assert issued == made + 1
     made, issued = _read_stages(wide_gemm.with_schedule(par={"j": BANK_FANOUT}))
     assert issued == made  # BANK_FANOUT banks: the index drives their address registers
+
+
+def _far_products(kernel):
+    prog = loop_program(kernel)
+    plans = memplan.plan(prog, 4)
+    for pipe in (c for c in walk(prog.root) if isinstance(c, Pipe)):
+        timing = analyse(pipe, plans)[1]
+        yield from ((n, timing) for e in pipe_exprs(pipe) for n in ir.walk(e) if multiplier(n))
+
+
+def test_a_product_of_many_lanes_is_registered_once_more():
+    """Over BANK_FANOUT lanes a product is registered once more in the fabric (its DSP block
+    may sit across the chip from the adder it feeds): one more stage, which the model counts;
+    at BANK_FANOUT lanes it is not."""
+    wide = list(_far_products(wide_gemm.with_schedule(par={"j": 2 * BANK_FANOUT})))
+    narrow = list(_far_products(wide_gemm.with_schedule(par={"j": BANK_FANOUT})))
+    assert len(wide) == len(narrow) == 1
+    (mul, timing), (mul16, timing16) = wide[0], narrow[0]
+    assert mul in timing.far and mul16 not in timing16.far
+    operands = max(timing.stage[c] for c in ir.children(mul))
+    assert timing.stage[mul] >= operands + latency_of(mul) + 1
+    assert re.search(r"_pf_\d+\b", wide_gemm.with_schedule(par={"j": 2 * BANK_FANOUT}).elaborate().verilog)
 
 
 @pytest.mark.rtl

@@ -66,6 +66,20 @@ def test_a_shifter_that_fills_a_stage_is_split_in_two():
         assert tm.split_shift(narrow) is None and tm.latency_of(narrow) == 0
 
 
+def test_a_split_shifter_takes_its_operands_from_flipflops():
+    """A shift of a split shift's result (mathfuncs._shift: << then >>) does not chain its
+    high-bit multiplexers behind the first one's low-bit step: each input bit fans out to
+    16 multiplexers, so the value is carried to the next stage first."""
+    x, y, z = (trace.Val(ir.Param(n, hw.int64)) for n in "xyz")
+    first = (x << y).expr
+    both = ir.Binary("shr", first, z.expr, hw.int64)
+    timing = tm.schedule([both], reads=None)
+    assert timing.ready(first) == (1, 2)
+    assert timing.ready(both) == (3, 2)  # carried to stage 2, high bits, register, low bits
+    alone = tm.schedule([(x >> z).expr], reads=None)
+    assert alone.ready((x >> z).expr) == (1, 2)  # operands already in flip-flops: no carry
+
+
 S = 512
 
 

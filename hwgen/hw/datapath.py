@@ -159,9 +159,8 @@ class Datapath:
             self._made[key] = found
         return found
 
-    @staticmethod
-    def _latency(node) -> int:
-        return latency_of(node)
+    def _latency(self, node) -> int:
+        return latency_of(node) + (node in self.timing.far)
 
     def _make(self, node, lane):
         if isinstance(node, (ir.Index, ir.Param)):
@@ -188,7 +187,12 @@ class Datapath:
                 self.m.d.sync += out.eq(self._wide_mul(node, *operands, ranges))
                 return out
             # the operands are registered next to this lane's multiplier (DSP input registers)
-            dsp.multiply(self.m, *operands, out, self.signal)
+            if node not in self.timing.far:
+                dsp.multiply(self.m, *operands, out, self.signal)
+                return out
+            product = self.signal(self.shape(node), "pf_")  # then once more in the fabric
+            dsp.multiply(self.m, *operands, product, self.signal)
+            self.m.d.sync += out.eq(product)
             return out
         if split_shift(node) is not None:
             self.m.d.comb += out.eq(self._split_shift(node, *operands))
@@ -225,8 +229,7 @@ class Datapath:
             return second
         over = self.signal(unsigned(1), "shov_")
         self.m.d.sync += over.eq(amt >= node.dtype.bits)
-        fill = Mux(part < 0, -1, 0) if not left and node.dtype.signed and part.shape().signed else 0
-        return Mux(over, fill, second)
+        return Mux(over, _fill(node.op, part, node.dtype), second)
 
     def _decided(self, node, operands):
         """The value of a comparison, max or min that its operands' ranges decide, else None."""
@@ -419,8 +422,13 @@ def _shift(name: str, a, amount, dtype, bits):
     shifted = _fit(a << amt[:used], dtype) if name == "shl" else a >> amt[:used]
     if not can_reach:
         return shifted
-    fill = Mux(a < 0, -1, 0) if name == "shr" and dtype.signed and a.shape().signed else 0
-    return Mux(amt >= width, fill, shifted)
+    return Mux(amt >= width, _fill(name, a, dtype), shifted)
+
+
+def _fill(name: str, a, dtype):
+    """What a shift of `a` by the width or more gives: the sign for an arithmetic shift
+    right, else 0."""
+    return Mux(a < 0, -1, 0) if name == "shr" and dtype.signed and a.shape().signed else 0
 
 
 def flat_address(idx, shape):  # used by the register-file template

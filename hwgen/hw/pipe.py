@@ -188,8 +188,11 @@ def analyse(pipe: Pipe, plans: dict):
         moves = any(isinstance(n, ir.Index) and n.name in own for n in ir.walk(index))
         return plans[read.mem.name].kind == "sram" and moves and many(read, index)
 
+    def far(product) -> bool:  # an operand shared by more lanes than a bank group
+        return any(many(product, operand) for operand in ir.children(product))
+
     timing = tm.schedule(pipe_exprs(pipe), lambda mem: tm.read_timing(plans[mem.name]), broadcast(par),
-                         spread_index)
+                         spread_index, far)
     reads, read_nodes = [], []
     for e in pipe_exprs(pipe):
         for n in ir.walk(e):

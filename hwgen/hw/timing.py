@@ -13,7 +13,8 @@ register memories are combinational; a RAM read takes MemPlan.latency cycles.
 Depth units: one 32-bit adder is 2, a LUT level (logic, a 2:1 mux) is 1; a stage holds 4
 (two adders, or an adder and two levels of logic: about 8 ns on an ECP5). A shift by a
 variable amount costs a level per two amount bits its range needs (shift_bits); one that
-would fill a stage is split in two, registered between (split_shift).
+would fill a stage is split in two, registered between, and takes its operands from
+flip-flops (split_shift).
 """
 
 from __future__ import annotations
@@ -136,8 +137,11 @@ def split_shift(node) -> tuple | None:
     would fill a whole stage (a 64-bit shift by up to 63 or more, a 32-bit one that can reach
     32): it shifts by the amount's high bits and registers the result with the low bits and
     the "amount >= width" flag, then shifts by the low bits and selects 0 or the sign in the
-    next stage. The amount fans out to every bit's multiplexer; splitting halves the
-    multiplexer depth behind that route. None for other nodes."""
+    next stage. The amount fans out to every bit's multiplexer and each bit of the shifted
+    value to as many multiplexers as the high bits select from; splitting halves the
+    multiplexer depth behind those routes, and both operands are taken from flip-flops (one
+    made by logic in its stage, such as a split shift's second step, is carried a stage
+    later). None for other nodes."""
     bits = shift_bits(node)
     if bits is None or _shifter_cost(bits) < BUDGET:
         return None
@@ -196,6 +200,7 @@ class Timing:
 
     stage: dict = field(default_factory=dict)
     depth: dict = field(default_factory=dict)
+    far: set = field(default_factory=set)  # products registered once more (schedule's `far`)
 
     def ready(self, node) -> tuple:
         return self.stage[node], self.depth[node]
@@ -238,12 +243,15 @@ def read_timing(plan) -> tuple:
     return plan.latency, 0, 0
 
 
-def schedule(exprs, reads, spread=None, spread_index=None) -> Timing:
+def schedule(exprs, reads, spread=None, spread_index=None, far=None) -> Timing:
     """Schedule every node of `exprs`; `reads(mem)` gives a read's (latency, before, after).
     `spread(node, operand)`: the multiplier `node`'s `operand` goes to many lanes, so it is
     taken two stages after it is made (a register per group of lanes, then per lane).
     `spread_index(read, index)`: the read's `index` goes to the banks of many lanes, so it is
-    taken a stage after it is made (a register per group of lanes)."""
+    taken a stage after it is made (a register per group of lanes).
+    `far(node)`: the multiplier `node` has so many lanes that their DSP blocks spread across
+    the chip, away from the adders and banks the products go to: its product is registered
+    once more in the fabric (latency 3), which splits that route in two (`timing.far`)."""
     timing = Timing()
 
     def visit(node):
@@ -256,16 +264,21 @@ def schedule(exprs, reads, spread=None, spread_index=None) -> Timing:
             ready = [(s + 1, 0) if spread_index is not None and spread_index(node, i) else (s, d)
                      for i, (s, d) in zip(node.idx, map(timing.ready, node.idx))]
             s, d = place_at(ready, before, lat, after)
-        elif split_shift(node) is not None:
-            before, after = split_shift(node)
-            s, d = place_at([timing.ready(c) for c in ir.children(node)], before, 1, after)
+        elif (split := split_shift(node)) is not None:
+            before, after = split
+            ready = [(s + 1, 0) if d > 0 else (s, d) for s, d in map(timing.ready, ir.children(node))]
+            s, d = place_at(ready, before, 1, after)
         elif latency_of(node):
             ready = [timing.ready(c) for c in ir.children(node)]
             if from_flipflop(node):  # the route to a DSP block is long; adders start the tree
                 wide = [spread is not None and multiplier(node) and spread(node, c) for c in ir.children(node)]
                 ready = [(s + 2, 0) if far else (s + 1, 0) if d > 0 else (s, d)
                          for (s, d), far in zip(ready, wide)]
-            s, d = place_at(ready, 0, latency_of(node))
+            latency = latency_of(node)
+            if far is not None and multiplier(node) and not wide_mul(node) and far(node):
+                timing.far.add(node)
+                latency += 1
+            s, d = place_at(ready, 0, latency)
         else:
             s, d = place(timing, _operands(node), op_cost(node))
         timing.stage[node] = s
