@@ -5,6 +5,7 @@ cycle against a plain Python model on random valid and ready patterns, for read 
 client count the apps use and more."""
 
 import random
+import re
 
 import pytest
 from amaranth.sim import Simulator
@@ -21,11 +22,16 @@ def _expected(valid: list, last: int):
     return None
 
 
+ADDR_BITS, WORD_BITS, WORDS = 40, 32, 3  # the request register loads in 32-bit chunks
+
+
 def _payload(kind: str, k: int, cycle: int) -> dict:
-    """A client's payload in a cycle (it changes every cycle, so a stale pick shows)."""
-    out = {"addr": (100 + 7 * k + cycle) % 65536}
+    """A client's payload in a cycle (it changes every cycle and in every chunk of the
+    request register, so a stale pick or a chunk loaded at the wrong time shows)."""
+    mix = (k + 1) * 0x9E3779B97F4A7C15 ^ (cycle + 1) * 0xC2B2AE3D27D4EB4F
+    out = {"addr": mix % 2**ADDR_BITS}
     if kind == "wr":
-        out.update(data=(31 * k + 5 * cycle) % 65536, mask=(k + cycle) % 4)
+        out.update(data=mix * 0x100000001B3 % 2**(WORD_BITS * WORDS), mask=mix % 2**WORDS)
     return out
 
 
@@ -33,7 +39,7 @@ def _payload(kind: str, k: int, cycle: int) -> dict:
 @pytest.mark.parametrize("kind", ["rd", "wr"])
 def test_round_robin_matches_the_model(kind, clients):
     readers, writers = (clients, 1) if kind == "rd" else (1, clients)
-    arb = Arbiter(readers, writers, 16, 8, 2)
+    arb = Arbiter(readers, writers, ADDR_BITS, WORD_BITS, WORDS)
     out = arb.mem.rd_req if kind == "rd" else arb.mem.wr
     rng = random.Random(clients)
     pattern = [([rng.random() < 0.6 for _ in range(clients)], rng.random() < 0.8) for _ in range(300)]
@@ -76,3 +82,18 @@ def test_round_robin_matches_the_model(kind, clients):
                 if kind == "rd":
                     want["tag"] = k
                 held, last = (k, want), k
+
+
+def test_request_register_loads_on_a_kept_enable_copy_per_chunk():
+    """The write request register (40 + 96 + 3 bits) loads on one kept copy of its enable per
+    32-bit chunk of each field, so the channel's ready does not fan out to every bit at once."""
+    from amaranth.back import verilog
+
+    arb = Arbiter(2, 3, ADDR_BITS, WORD_BITS, WORDS)
+    text = verilog.convert(arb, ports=None, name="arb")
+    for kind, name, bits in (("wr", "addr", ADDR_BITS), ("wr", "data", WORD_BITS * WORDS), ("wr", "mask", WORDS),
+                             ("rd", "addr", ADDR_BITS)):
+        chunks = -(-bits // 32)
+        for c in range(chunks):
+            assert re.search(rf"\(\* keep = [^)]*\)\s*(\(\*[^)]*\)\s*)*reg {kind}_held_{name}_c{c}\b", text), (kind, name, c)
+        assert f"{kind}_held_{name}_c{chunks}" not in text

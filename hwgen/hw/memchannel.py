@@ -22,6 +22,8 @@ from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from .device import KEEP
+
 
 def read_request(addr_bits: int, tag_bits: int = 0) -> wiring.Signature:
     members = {"valid": Out(1), "ready": In(1), "addr": Out(addr_bits)}
@@ -149,8 +151,9 @@ class Arbiter(wiring.Component):
             with m.If(won[k]):
                 m.d.comb += grant.eq(k)
         payload = ["addr"] + (["tag"] if tagged else ["data", "mask"])
+        any_valid = _any(c.valid for c in clients)
         with m.If(free):
-            m.d.sync += [held.eq(_any(c.valid for c in clients)), owner.eq(Cat(*won))]
+            m.d.sync += [held.eq(any_valid), owner.eq(Cat(*won))]
         for name in payload:
             port = getattr(out, name)
             reg = Signal.like(port, name=f"{kind}_held_{name}", reset_less=True)
@@ -163,9 +166,21 @@ class Arbiter(wiring.Component):
                 value = getattr(clients[0], name)
             else:
                 value = _any(getattr(c, name) & won[k].replicate(len(port)) for k, c in enumerate(clients))
-            with m.If(free):
-                m.d.sync += reg.eq(value)
+            chosen = Signal.like(port, name=f"{kind}_next_{name}")
+            m.d.comb += chosen.eq(value)
+            # each chunk of the register loads on its own copy of `free` (its own copy of
+            # `held`, or'ed with the channel's ready): no one net enables every payload bit
+            for lo in range(0, len(port), PAYLOAD_CHUNK):
+                hi = min(lo + PAYLOAD_CHUNK, len(port))
+                copy = Signal(name=f"{kind}_held_{name}_c{lo // PAYLOAD_CHUNK}", attrs=KEEP)
+                with m.If(free):
+                    m.d.sync += copy.eq(any_valid)
+                with m.If(~copy | out.ready):
+                    m.d.sync += reg[lo:hi].eq(chosen[lo:hi])
         return [held & out.ready & owner[k] for k in range(n)]
+
+
+PAYLOAD_CHUNK = 32  # request-register bits that load on one copy of the load enable
 
 
 def _any(values):
