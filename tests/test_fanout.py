@@ -4,8 +4,9 @@ that it can reach each lane's DSP blocks through a group copy and then the lane'
 A read index shared by more than BANK_FANOUT lanes is taken a stage after it is made (a copy
 per group of lanes), and such a port's lanes take their valid flags from group copies; a RAM
 of more than BANK_FANOUT banks takes its buffer selects through copies and registers each
-lane's read address. A product with an operand shared by more than BANK_FANOUT lanes is
-registered once more in the fabric (timing.far)."""
+lane's read address, and a tile store reading it walks its DRAM addresses on a copy of its
+beat counters. A product with an operand shared by more than BANK_FANOUT lanes is registered
+once more in the fabric (timing.far)."""
 
 import re
 
@@ -110,11 +111,20 @@ def test_a_product_of_many_lanes_is_registered_once_more():
     assert re.search(r"_pf_\d+\b", wide_gemm.with_schedule(par={"j": 2 * BANK_FANOUT}).elaborate().verilog)
 
 
+def test_a_store_from_a_spread_memory_walks_its_addresses_on_a_copy():
+    """A tile store reading a memory of more than BANK_FANOUT banks steps a kept copy of its
+    beat counters (prefix `qa`) for its DRAM addresses; from BANK_FANOUT banks it does not."""
+    copies = r"\bqa(r\d+|b)\b"
+    assert re.search(copies, wide_gemm.with_schedule(par={"j": 2 * BANK_FANOUT}).elaborate().verilog)
+    assert not re.search(copies, wide_gemm.with_schedule(par={"j": BANK_FANOUT}).elaborate().verilog)
+
+
 @pytest.mark.rtl
 def test_gemm_over_32_lanes_in_verilator():
     """32 lanes: the shared k through group copies, each group of lanes with its own valid,
     the 32-bank memories' buffer selects through copies and their read addresses registered
-    per lane (one more cycle of read latency, which the model counts)."""
+    per lane (one more cycle of read latency, which the model counts), and the tile store's
+    DRAM addresses walked on a copy of its counters."""
     kernel = wide_gemm.with_schedule(par={"j": 2 * BANK_FANOUT})
     design = kernel.elaborate()
     assert re.search(r"\bvalid_s\d+_g7\b", design.verilog)  # the last group's copy

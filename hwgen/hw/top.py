@@ -108,8 +108,9 @@ class KernelTop(wiring.Component):
             self.loads.append(unit)
             return self._node(ctrl, unit)
         if isinstance(ctrl, Store):
-            latency = self.plans[ctrl.mem.name].latency
-            unit = StoreUnit(ctrl, outer, cfg.words_per_cycle, self.word_bits, cfg.addr_bits, latency)
+            plan = self.plans[ctrl.mem.name]
+            unit = StoreUnit(ctrl, outer, cfg.words_per_cycle, self.word_bits, cfg.addr_bits, plan.latency,
+                             spread=plan.registered_reads)
             self.stores.append(unit)
             return self._node(ctrl, unit)
         raise TypeError(f"no hardware for {type(ctrl).__name__}")

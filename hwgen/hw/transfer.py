@@ -80,12 +80,12 @@ def _strides(shape) -> list:
 class _Beats:
     """A row-major walk over a tile's beats: one counter per row axis, then the beat in the row."""
 
-    def __init__(self, shape, words: int, prefix: str):
+    def __init__(self, shape, words: int, prefix: str, attrs=None):
         self.shape = tuple(shape) if shape else (1,)
         self.words = words
         self.counters = [Counter(f"{prefix}r{k}", n) for k, n in enumerate(self.shape[:-1])]
         self.counters.append(Counter(f"{prefix}b", -(-self.shape[-1] // words)))
-        self.regs = [Signal(range(max(2, c.extent)), name=c.name) for c in self.counters]
+        self.regs = [Signal(range(max(2, c.extent)), name=c.name, attrs=attrs) for c in self.counters]
         self.chain = list(zip(self.regs, (c.extent for c in self.counters)))
 
     def last(self):
@@ -240,11 +240,17 @@ class LoadUnit(_TileUnit):
 
 class StoreUnit(_TileUnit):
     """Copies `store.mem` into the tile of `store.dram` at `store.origin` (see module doc).
-    `read_latency`: 0 for a register memory, 4 to 6 for RAM (MemPlan.latency)."""
+    `read_latency`: 0 for a register memory, 4 to 6 for RAM (MemPlan.latency). `spread`: the
+    memory's banks are spread over the chip (more than BANK_FANOUT of them,
+    MemPlan.registered_reads); the store then walks its DRAM addresses on a kept copy of its
+    beat counters, so the counters that address the banks are not also on the path into the
+    DRAM address adder."""
 
-    def __init__(self, store, outer: dict, words: int, word_bits: int, addr_bits: int, read_latency: int):
+    def __init__(self, store, outer: dict, words: int, word_bits: int, addr_bits: int, read_latency: int,
+                 spread: bool = False):
         self.store = store
         self.read_latency = read_latency
+        self.spread = spread
         mem = store.mem
         self.mem_shape = mem.shape
         members = {
@@ -262,7 +268,8 @@ class StoreUnit(_TileUnit):
         strides = _strides(self._dram_shape)
         W, wb, L = self._words, self._word_bits, self.read_latency
         start, origin = self.origin_address(m)
-        walk = _Beats(self._tile_shape, W, "q")
+        # with `spread`, both walks' counters are kept: Yosys would otherwise merge the two copies
+        walk = _Beats(self._tile_shape, W, "q", attrs=KEEP if self.spread else None)
         fetching = Signal()
         with m.If(start):
             m.d.sync += fetching.eq(1)
@@ -274,10 +281,17 @@ class StoreUnit(_TileUnit):
             self.set_index(m, self.port, lane, idx)
             lane_ok.append(inside)
         fetch = Signal()
+        addr_walk = walk  # a kept copy when `spread` (see the class doc), for the address alone
+        if self.spread:
+            addr_walk = _Beats(self._tile_shape, W, "qa", attrs=KEEP)
+            with m.If(start):
+                addr_walk.reset(m)
+            with m.If(fetch):  # as `walk` below: the same reset and the same steps
+                addr_walk.step(m)
         meta = (Signal(name="f_valid"), Signal(self._addr_bits, name="f_addr"), Signal(W, name="f_mask"), Signal(name="f_last"))
         m.d.comb += [
             meta[0].eq(fetch),
-            meta[1].eq(walk.dram_address(m, start, origin, strides, fetch, self._addr_bits)),
+            meta[1].eq(addr_walk.dram_address(m, start, origin, strides, fetch, self._addr_bits)),
             meta[2].eq(Cat(*lane_ok, Const(0, W - len(lane_ok)))),
             meta[3].eq(walk.last()),
         ]
