@@ -113,9 +113,11 @@ def test_a_product_of_many_lanes_is_registered_once_more():
 
 def test_a_store_from_a_spread_memory_walks_its_addresses_on_a_copy():
     """A tile store reading a memory of more than BANK_FANOUT banks steps a kept copy of its
-    beat counters (prefix `qa`) for its DRAM addresses; from BANK_FANOUT banks it does not."""
-    copies = r"\bqa(r\d+|b)\b"
-    assert re.search(copies, wide_gemm.with_schedule(par={"j": 2 * BANK_FANOUT}).elaborate().verilog)
+    beat counters (prefix `qa`) for its DRAM addresses and registers each move (`qab_move`)
+    before adding it; from BANK_FANOUT banks it does neither."""
+    copies = r"\bqa(r\d+|b|b_move)\b"
+    wide = wide_gemm.with_schedule(par={"j": 2 * BANK_FANOUT}).elaborate().verilog
+    assert re.search(r"\bqar0\b", wide) and re.search(r"\bqab_move\b", wide)
     assert not re.search(copies, wide_gemm.with_schedule(par={"j": BANK_FANOUT}).elaborate().verilog)
 
 

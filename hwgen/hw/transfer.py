@@ -97,10 +97,13 @@ class _Beats:
     def reset(self, m):
         m.d.sync += [r.eq(0) for r in self.regs]
 
-    def dram_address(self, m, start, origin, strides, step, bits: int):
+    def dram_address(self, m, start, origin, strides, step, bits: int, late_step=None):
         """A register holding the DRAM address of the current beat: `origin` when `start`,
         then moved on each `step` by a constant that depends only on which counters wrap
-        (so no multiplier or adder chain feeds the channel's address)."""
+        (so no multiplier or adder chain feeds the channel's address). With `late_step`
+        (`step` a cycle later) it holds each beat's address a cycle later: the move chosen at
+        `step` is registered and added at `late_step`, so the counters reach one register and
+        not the adder."""
         addr = Signal(bits, name=f"{self.counters[-1].name}_addr")
         steps = list(strides[:len(self.regs) - 1]) + [self.words]
         extents = [c.extent for c in self.counters]
@@ -112,6 +115,11 @@ class _Beats:
             value = (steps[k] - back) % (1 << bits)
             inner_done = all_at_end(self.chain[k + 1:])
             delta = value if delta is None else Mux(inner_done, value, delta)
+        if late_step is not None:
+            move = Signal(bits, name=f"{self.counters[-1].name}_move", reset_less=True)
+            with m.If(step):
+                m.d.sync += move.eq(delta)
+            delta, step = move, late_step
         with m.If(start):
             m.d.sync += addr.eq(origin)
         with m.Elif(step):
@@ -244,7 +252,8 @@ class StoreUnit(_TileUnit):
     memory's banks are spread over the chip (more than BANK_FANOUT of them,
     MemPlan.registered_reads); the store then walks its DRAM addresses on a kept copy of its
     beat counters, so the counters that address the banks are not also on the path into the
-    DRAM address adder."""
+    DRAM address adder, and makes each beat's address a cycle after its fetch (the copy's
+    move registered, then added), as the first in-flight register, so no cycle is added."""
 
     def __init__(self, store, outer: dict, words: int, word_bits: int, addr_bits: int, read_latency: int,
                  spread: bool = False):
@@ -281,17 +290,21 @@ class StoreUnit(_TileUnit):
             self.set_index(m, self.port, lane, idx)
             lane_ok.append(inside)
         fetch = Signal()
-        addr_walk = walk  # a kept copy when `spread` (see the class doc), for the address alone
-        if self.spread:
+        late_addr = None  # with `spread`: the address register that is flight stage 1's address
+        if self.spread:  # a kept copy of the counters for the address alone (see the class doc)
             addr_walk = _Beats(self._tile_shape, W, "qa", attrs=KEEP)
             with m.If(start):
                 addr_walk.reset(m)
             with m.If(fetch):  # as `walk` below: the same reset and the same steps
                 addr_walk.step(m)
+            assert L >= 1, "a spread memory is a RAM"
+            fetched = Signal(name="qa_fetched", attrs=KEEP)
+            m.d.sync += fetched.eq(fetch)
+            late_addr = addr_walk.dram_address(m, start, origin, strides, fetch, self._addr_bits, late_step=fetched)
         meta = (Signal(name="f_valid"), Signal(self._addr_bits, name="f_addr"), Signal(W, name="f_mask"), Signal(name="f_last"))
         m.d.comb += [
             meta[0].eq(fetch),
-            meta[1].eq(addr_walk.dram_address(m, start, origin, strides, fetch, self._addr_bits)),
+            meta[1].eq(0 if self.spread else walk.dram_address(m, start, origin, strides, fetch, self._addr_bits)),
             meta[2].eq(Cat(*lane_ok, Const(0, W - len(lane_ok)))),
             meta[3].eq(walk.last()),
         ]
@@ -306,7 +319,9 @@ class StoreUnit(_TileUnit):
         flight = [meta]
         for s in range(1, L + 1):
             regs = tuple(Signal.like(x, name=f"f{s}_{x.name[2:]}") for x in meta)
-            m.d.sync += [a.eq(b) for a, b in zip(regs, flight[-1])]
+            if s == 1 and late_addr is not None:
+                regs = (regs[0], late_addr, *regs[2:])
+            m.d.sync += [a.eq(b) for a, b in zip(regs, flight[-1]) if a is not late_addr]
             flight.append(regs)
         arr_valid, arr_addr, arr_mask, arr_last = flight[-1][:4]
         words = [getattr(self.port, f"d{lane}") for lane in range(self.lanes)]
