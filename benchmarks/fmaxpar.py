@@ -62,21 +62,24 @@ def _row(case: str, runs: list) -> tuple:
             + [f"{r['fmax_mhz']:.1f}" for r in runs] + [f"{mean:.1f}", f"{sum(r['seconds'] for r in runs):.0f} s"]), mean
 
 
+USAGE = "fmaxpar.py [--jobs=N] [--freq=MHZ] [--seeds=S,S,...] [--router=router1|router2] [int16:PAR | int32:PAR ...]"
+
+
 def main(argv) -> int:
+    bad = f"error: usage: {USAGE}; got: {' '.join(argv)}"
     try:
         jobs = int(_option(argv, "jobs", "1"))
         freq = float(_option(argv, "freq", "125"))
         seeds = [int(x) for x in _option(argv, "seeds", "1").split(",")]
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
+    except ValueError:
+        print(bad, file=sys.stderr)
         return 1
     router = _option(argv, "router", "router1")
     cases = [a for a in argv if not a.startswith("--")] or [
         "int32:4", "int32:16", "int32:64", "int16:4", "int16:16", "int16:64"]
-    bad = [c for c in cases if not re.fullmatch(r"(int16|int32):[1-9][0-9]*", c)]
-    if bad or router not in ("router1", "router2") or jobs < 1 or not seeds:
-        print(f"error: expected int16:PAR or int32:PAR cases and --router=router1|router2, got {' '.join(argv)}",
-              file=sys.stderr)
+    wrong = [c for c in cases if not re.fullmatch(r"(int16|int32):[1-9][0-9]*", c)]
+    if wrong or router not in ("router1", "router2") or jobs < 1 or freq <= 0:
+        print(bad, file=sys.stderr)
         return 1
     head = ["dtype", "par", "LUT", "FF", "BRAM", "DSP"] + [f"Fmax seed {s}" for s in seeds] + ["mean MHz", "synthesis"]
     print(f"ECP5-85k, {freq:g} MHz target, {router}")

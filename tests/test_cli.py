@@ -163,12 +163,14 @@ def test_bench_rejects_an_unknown_router():
     assert open(os.path.join(root, "docs", "results.json")).read() == before
 
 
-@pytest.mark.parametrize("args", [["int8:4"], ["int16:0"], ["--router=router9"], ["--seeds=one"], ["--jobs=0"]])
+@pytest.mark.parametrize("args", [["int8:4"], ["int16:0"], ["--router=router9"], ["--seeds=one"], ["--jobs=0"],
+                                  ["--freq=-5", "int16:4"]])
 def test_fmaxpar_rejects_bad_arguments(args):
     """benchmarks/fmaxpar.py names bad cases, routers, seeds or jobs in one line and exits 1
     before synthesizing anything."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     r = subprocess.run([sys.executable, os.path.join(root, "benchmarks", "fmaxpar.py"), *args],
                        capture_output=True, text=True, cwd=root, timeout=120)
-    assert r.returncode == 1
-    assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("error: ")
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr == ("error: usage: fmaxpar.py [--jobs=N] [--freq=MHZ] [--seeds=S,S,...] "
+                        f"[--router=router1|router2] [int16:PAR | int32:PAR ...]; got: {' '.join(args)}\n")
