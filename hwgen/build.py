@@ -2,6 +2,10 @@
 # (a design whose building fails part-way is dropped on purpose; Amaranth need not warn)
 """Build: a kernel and its schedule become an Amaranth design, Verilog and a report.
 
+The layers point one way: the compile pipeline (passes/) gives a `Compiled` value, the
+hardware (hw/) is built from it, and the cycle model and the report read the `Compiled`
+value, never the hardware.
+
     elaborate(kernel) -> Design     everything in memory: loop program, component, Verilog
     build(kernel, out_dir) -> Design  also writes out_dir/<kernel>/<kernel>.v and report.json
 
@@ -19,14 +23,13 @@ import time
 from dataclasses import dataclass, field
 
 from . import loops
-from .dram import DramConfig
-from .verilog import to_verilog, waivers
+from .dram import DramConfig, word_bits
 from .errors import HwgenError
 from .hw import device
 from .hw.top import KernelTop
 from .model import predict
-from .passes.hoist import hoist_loads
-from .passes.lower import lower
+from .passes import Compiled, compile
+from .verilog import to_verilog, waivers
 
 
 @dataclass
@@ -36,7 +39,7 @@ class Design:
 
     kernel: object
     dram: DramConfig
-    program: loops.LoopProgram
+    compiled: Compiled
     component: KernelTop
     verilog: str
     report: dict
@@ -46,45 +49,61 @@ class Design:
     def name(self) -> str:
         return self.kernel.name
 
+    @property
+    def program(self) -> loops.LoopProgram:
+        return self.compiled.program
+
+
+def compile_kernel(kernel, dram: DramConfig | None = None, show_ir: bool | None = None) -> Compiled:
+    """The kernel's program through the compile pipeline (passes/__init__.py) under its schedule."""
+    words = (dram or DramConfig()).words_per_cycle
+    try:
+        return compile(kernel.program, kernel.schedule, words, show_ir)
+    except HwgenError as e:
+        if e.loc is None:
+            e.loc = kernel.schedule.loc
+        raise
+
 
 def loop_program(kernel) -> loops.LoopProgram:
-    """The kernel lowered under its schedule, with loop-invariant loads hoisted."""
-    s = kernel.schedule
-    return hoist_loads(lower(kernel.program, s.tile, s.par, s.metapipeline), s.metapipeline)
+    """The kernel's loop program under its schedule (controllers named, loads hoisted)."""
+    return compile_kernel(kernel).program
 
 
-def elaborate(kernel, dram: DramConfig | None = None, target: str | None = None) -> Design:
+def elaborate(kernel, dram: DramConfig | None = None, target: str | None = None, show_ir: bool | None = None) -> Design:
     """`target` ("ecp5") builds multipliers and block RAMs as that device's primitives (for
     synthesis; see hw/device.py); None builds the generic design that simulates anywhere."""
     dram = dram or DramConfig()
     started = time.perf_counter()
-    prog = loop_program(kernel)
+    compiled = compile_kernel(kernel, dram, show_ir)
     try:
         with device.primitives(target):
-            top = KernelTop(prog, dram)
+            top = KernelTop(compiled, dram)
             text = to_verilog(top, kernel.name)
     except HwgenError as e:
         if e.loc is None:
             e.loc = kernel.schedule.loc
         raise
     elapsed = time.perf_counter() - started
-    report = make_report(kernel, dram, prog, top, elapsed)
-    return Design(kernel, dram, prog, top, text, report)
+    report = make_report(kernel, dram, compiled, word_bits(d.dtype for d in compiled.program.drams), elapsed)
+    return Design(kernel, dram, compiled, top, text, report)
 
 
-def make_report(kernel, dram: DramConfig, prog, top: KernelTop, seconds: float) -> dict:
-    model = predict(prog, dram, top.plans, top.unit_names)
+def make_report(kernel, dram: DramConfig, compiled: Compiled, bits: int, seconds: float) -> dict:
+    """What report.json holds, from the compiled kernel alone (no hardware is read)."""
+    prog = compiled.program
+    model = predict(compiled, dram)
     return {
         "kernel": kernel.name,
         "schedule": kernel.schedule.describe(),
         "dram": {"latency": dram.latency, "words_per_cycle": dram.words_per_cycle,
-                 "word_bits": top.word_bits, "addr_bits": dram.addr_bits},
+                 "word_bits": bits, "addr_bits": dram.addr_bits},
         "predicted_cycles": model.cycles,
         "roofline_cycles": model.roofline,
         "compute_bound_cycles": model.compute_bound,
         "memory_bound_cycles": model.memory_bound,
         "lanes": model.lanes,
-        "memories": [top.plans[m.name].describe() for m in prog.mems],
+        "memories": [compiled.plans[m.name].describe() for m in prog.mems],
         "ports": {
             "params": [{"name": p.name, "dtype": p.dtype.name} for p in kernel.params if not p.is_array],
             "arrays": [{"name": d.name, "dtype": d.dtype.name, "shape": list(d.shape), "role": d.role}
@@ -93,11 +112,12 @@ def make_report(kernel, dram: DramConfig, prog, top: KernelTop, seconds: float) 
         },
         "controllers": model.tree,
         "build_seconds": round(seconds, 3),
+        "pass_seconds": {name: round(s, 4) for name, s in compiled.steps},
     }
 
 
-def build(kernel, out_dir="rtl_out", dram: DramConfig | None = None) -> Design:
-    design = elaborate(kernel, dram)
+def build(kernel, out_dir="rtl_out", dram: DramConfig | None = None, show_ir: bool | None = None) -> Design:
+    design = elaborate(kernel, dram, show_ir=show_ir)
     final = os.path.join(os.fspath(out_dir), kernel.name)
     os.makedirs(os.fspath(out_dir), exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=f".{kernel.name}-", dir=os.fspath(out_dir))

@@ -20,7 +20,8 @@ in `count` (both restart when `first` holds).
 Expressions are pattern-IR scalar Exprs over `Index(counter)`, `Param(name)` and
 `MemRead(mem, idx)`. A counter's value is 0 .. extent-1; `par` lanes run `par` consecutive
 values per cycle. `LoopProgram` is the whole kernel: memories, DRAM arrays, scalar results
-and the root controller.
+and the root controller. Every controller carries a `name` ("pipe0", "load2", ...) once the
+naming pass has run: its hardware instance name, and its key in the memory and pipe plans.
 """
 
 from __future__ import annotations
@@ -116,6 +117,7 @@ def write_exprs(w) -> list:
 class Pipe:
     counters: tuple
     writes: tuple
+    name: str = ""  # the controller's instance name (passes/names.py), e.g. "pipe0"
 
     @property
     def iterations(self) -> int:
@@ -130,6 +132,7 @@ class Load:
     dram: Dram
     mem: Mem
     origin: tuple  # Exprs over outer counters: the DRAM coordinates of mem[0, ..., 0]
+    name: str = ""
 
 
 @dataclass(frozen=True)
@@ -139,18 +142,21 @@ class Store:
     origin: tuple
     shape: tuple  # the DRAM region; mem.size == its number of elements
     limit: ir.Expr | None = None  # elements at flat positions from `limit` on are stored as 0
+    name: str = ""
 
 
 @dataclass(frozen=True)
 class Parallel:
     children: tuple
+    name: str = ""
 
 
 @dataclass(frozen=True)
 class Loop:
     counters: tuple
     stages: tuple
-    meta: bool = False
+    meta: bool = False  # metapipelined (decided by passes/metapipeline.py)
+    name: str = ""
 
     @property
     def iterations(self) -> int:

@@ -1,6 +1,7 @@
 """The cycle model: predicted cycles per controller, and the roofline bound.
 
-Each formula restates the timing its hardware template documents (hw/*.py); simulation checks
+It reads a `passes.Compiled` (never the hardware): each formula restates the timing its
+hardware template documents (hw/*.py), with the constants of timing.py; simulation checks
 the sum. With the DRAM at its fixed latency the model is exact, except where transfers in
 different stages of a metapipeline share the channel: the model bounds such a step by the sum of
 their beats, which is exact when they start together and a few cycles short otherwise:
@@ -31,10 +32,8 @@ import math
 from dataclasses import dataclass
 
 from .dram import DramConfig
-from .hw.pipe import pipe_latency
-from .hw.control import JOIN_EXTRA
-from .hw.transfer import LOAD_EXTRA, STORE_EXTRA, beats_of
-from .loops import Load, Loop, LoopProgram, Parallel, Pipe, Store
+from .loops import Load, Loop, Parallel, Pipe, Store
+from .timing import JOIN_EXTRA, LOAD_EXTRA, STORE_EXTRA, beats_of
 
 
 @dataclass
@@ -47,10 +46,10 @@ class Prediction:
     tree: dict
 
 
-def predict(prog: LoopProgram, dram: DramConfig, plans: dict, names: dict | None = None) -> Prediction:
-    """Cycles of `prog` on `dram`, with memories built as in `plans` (passes.memplan);
-    `names` (id of a controller -> its hardware instance) labels the report's tree."""
-    names = names or {}
+def predict(compiled, dram: DramConfig) -> Prediction:
+    """Cycles of a `passes.Compiled` kernel on `dram`; the report's tree is labelled with
+    each controller's instance name."""
+    prog, plans = compiled.program, compiled.plans
     pipe_work: dict = {}
     lanes = 1
 
@@ -58,8 +57,8 @@ def predict(prog: LoopProgram, dram: DramConfig, plans: dict, names: dict | None
         """(cycles, report dict) of controller `c`, run `trips` times in all."""
         nonlocal lanes
         if isinstance(c, Pipe):
-            latency = pipe_latency(c, plans)
-            pipe_work[id(c)] = pipe_work.get(id(c), 0) + trips * c.iterations
+            latency = compiled.pipe_plan(c).latency
+            pipe_work[c.name] = pipe_work.get(c.name, 0) + trips * c.iterations
             lanes = max(lanes, math.prod(k.par for k in c.counters))
             n = c.iterations + latency + 1
             return n, {"pipe": [k.name for k in c.counters], "iterations": c.iterations,
@@ -118,9 +117,7 @@ def predict(prog: LoopProgram, dram: DramConfig, plans: dict, names: dict | None
 
     def named(c, trips):
         n, entry = cycles(c, trips)
-        if id(c) in names:
-            entry = {"unit": names[id(c)], **entry}
-        return n, entry
+        return n, {"unit": c.name, **entry}
 
     root, tree = named(prog.root, 1)
     compute = max(pipe_work.values(), default=0)

@@ -109,7 +109,7 @@ def simulate(kernel, args, waves: bool = False, dram: DramConfig | None = None, 
                 inputs[f"arg_{p.name}"] = _unsigned(values[p.name], p.dtype)
         predicted = design.report["predicted_cycles"]
         timeout = max(10 * predicted, predicted + 100_000) + 20 * (dram.latency + dram.jitter)
-        units = sorted(design.component.unit_names.values()) if monitor is True else list(monitor or [])
+        units = sorted(design.component.unit_names) if monitor is True else list(monitor or [])
         flags = [f"overflow_{g.name}" for g in design.program.groups]
         config = {"inputs": inputs, "results": [f"res_{s.name}" for s in design.program.scalar_outs] + flags,
                   "timeout_cycles": timeout, "monitor": units, "runs": runs}

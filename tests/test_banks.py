@@ -11,7 +11,7 @@ import pytest
 from conftest import load_pattern
 from hwgen.build import loop_program
 from hwgen.hw.onchip import congruent_banks
-from hwgen.hw.pipe import analyse
+from hwgen.passes.pipeplan import plan_pipe
 from hwgen.hw.transfer import beats_of, lanes_of, reach_banks
 from hwgen.loops import Pipe, walk
 from hwgen.passes import memplan
@@ -62,7 +62,7 @@ def test_pipe_reach_of_gda_lanes():
     prog = loop_program(load_pattern("gda").gda)
     plans = memplan.plan(prog, 4)
     pipe = next(c for c in walk(prog.root) if isinstance(c, Pipe))
-    reads = analyse(pipe, plans)[2]
+    reads = plan_pipe(pipe, plans).reads
     seen = set()
     for port in reads:
         banks = plans[port.mem.name].banks

@@ -18,8 +18,8 @@ from conftest import load_pattern
 from hwgen import int16, ir
 from hwgen.build import loop_program
 from hwgen.hw.datapath import FANOUT
-from hwgen.hw.pipe import analyse, broadcast, pipe_exprs
-from hwgen.hw.timing import latency_of, multiplier
+from hwgen.passes.pipeplan import broadcast, pipe_exprs, plan_pipe
+from hwgen.timing import latency_of, multiplier
 from hwgen.loops import Pipe, walk
 from hwgen.passes import memplan
 from hwgen.passes.memplan import BANK_FANOUT
@@ -30,7 +30,7 @@ def products(app):
     plans = memplan.plan(prog, 4)
     for pipe in (c for c in walk(prog.root) if isinstance(c, Pipe)):
         par = {c.name: c.par for c in pipe.counters if c.par > 1}
-        timing = analyse(pipe, plans)[1]
+        timing = plan_pipe(pipe, plans).timing
         for e in pipe_exprs(pipe):
             for n in ir.walk(e):
                 if multiplier(n):
@@ -68,7 +68,7 @@ def _read_stages(kernel):
     prog = loop_program(kernel)
     plans = memplan.plan(prog, 4)
     pipe = next(c for c in walk(prog.root) if isinstance(c, Pipe))
-    timing = analyse(pipe, plans)[1]
+    timing = plan_pipe(pipe, plans).timing
     par = {c.name: c.par for c in pipe.counters if c.par > 1}
     for e in pipe_exprs(pipe):
         for n in ir.walk(e):
@@ -93,7 +93,7 @@ def _far_products(kernel):
     prog = loop_program(kernel)
     plans = memplan.plan(prog, 4)
     for pipe in (c for c in walk(prog.root) if isinstance(c, Pipe)):
-        timing = analyse(pipe, plans)[1]
+        timing = plan_pipe(pipe, plans).timing
         yield from ((n, timing) for e in pipe_exprs(pipe) for n in ir.walk(e) if multiplier(n))
 
 

@@ -7,7 +7,7 @@ import pytest
 
 import hwgen as hw
 from hwgen import int32, ir
-from hwgen.hw.pipe import reuse_distance
+from hwgen.passes.pipeplan import reuse_distance
 from hwgen.loops import Counter
 
 

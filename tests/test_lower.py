@@ -23,8 +23,8 @@ def pipe_runs(prog) -> int:
     return go(prog.root, 1)
 
 
-def run_lowered(kernel, args, tiles, par=None, meta=False):
-    prog = lower(kernel.program, tiles, par, meta)
+def run_lowered(kernel, args, tiles, par=None):
+    prog = lower(kernel.program, tiles, par)
     values = check_args(kernel.name, kernel.params, args)
     out = loop_interp.run(prog, values)
     results = [to_user(p, out[p.name]) for p in kernel.results]

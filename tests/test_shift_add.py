@@ -12,25 +12,26 @@ from hypothesis import strategies as st
 import hwgen as hw
 from hwgen import ir, uint8, uint16
 from hwgen.dtypes import int64
-from hwgen.hw import dsp, timing
+from hwgen import timing
+from hwgen.hw import dsp
 
 
 def test_signed_digits_rebuild_the_constant():
     for c in [3, 7, 3840, -3, -87180, 1549082005, 2**40 - 1, -(2**33) + 5]:
-        terms = dsp.csd_terms(c)
+        terms = timing.csd_terms(c)
         assert sum((1 if p else -1) << k for p, k in terms) == c
         shifts = [k for _, k in terms]
         assert all(b - a >= 2 for a, b in zip(shifts, shifts[1:]))  # no adjacent digits
 
 
 def test_levels():
-    assert dsp.shift_add_levels(0) == 0
-    assert dsp.shift_add_levels(1024) == 0  # a shift
-    assert dsp.shift_add_levels(-32768) == 0
-    assert dsp.shift_add_levels(3840) == 1  # 4096 - 256: one subtractor
-    assert dsp.shift_add_levels(5) == 1
-    assert dsp.shift_add_levels(-5) == 2  # -(4 + 1): the sum is negated
-    assert dsp.shift_add_levels(1549082005) == 4  # 13 digits
+    assert timing.shift_add_levels(0) == 0
+    assert timing.shift_add_levels(1024) == 0  # a shift
+    assert timing.shift_add_levels(-32768) == 0
+    assert timing.shift_add_levels(3840) == 1  # 4096 - 256: one subtractor
+    assert timing.shift_add_levels(5) == 1
+    assert timing.shift_add_levels(-5) == 2  # -(4 + 1): the sum is negated
+    assert timing.shift_add_levels(1549082005) == 4  # 13 digits
 
 
 def test_timing_counts_the_levels_and_takes_the_operand_from_a_flipflop():
@@ -54,7 +55,7 @@ def _run(c: int, in_shape, out_width: int, values: list) -> list:
     x = Signal(in_shape)
     out = Signal(signed(out_width))
     dsp.pipelined_product(m, x, c, out, new_signal)
-    levels = dsp.shift_add_levels(c)
+    levels = timing.shift_add_levels(c)
     got = []
 
     async def bench(ctx):
@@ -74,7 +75,7 @@ def _run(c: int, in_shape, out_width: int, values: list) -> list:
 @settings(max_examples=30, deadline=None)
 @given(st.data())
 def test_pipelined_product_is_exact_modulo_the_output_width(data):
-    c = data.draw(st.integers(-(2**40), 2**40).filter(lambda c: dsp.shift_add_levels(c) > 0))
+    c = data.draw(st.integers(-(2**40), 2**40).filter(lambda c: timing.shift_add_levels(c) > 0))
     is_signed = data.draw(st.booleans())
     width = data.draw(st.integers(2, 40))
     out_width = data.draw(st.integers(8, 72))

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import hwgen as hw
 from hwgen import ir, trace
-from hwgen.hw import timing as tm
+from hwgen import timing as tm
 from hwgen.interp import Evaluator, Frame
 from hwgen.ranges import value_range
 

@@ -27,8 +27,6 @@ from amaranth.lib.wiring import In, Out
 
 from .counters import all_at_end, next_values
 
-JOIN_EXTRA = 1  # a Parallel's cycles beyond its slowest child (its registered done)
-
 
 def _name(name: str) -> str:
     return name.replace(".", "_").replace("%", "x")

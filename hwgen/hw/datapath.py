@@ -20,7 +20,8 @@ from .. import ir
 from ..ranges import value_range
 from . import divider, dsp
 from .device import KEEP
-from .timing import (LOW_SHIFT_BITS, Timing, constant_factor, divider_bits, latency_of, multiplier, shift_add,
+from ..timing import FANOUT
+from ..timing import (LOW_SHIFT_BITS, Timing, constant_factor, divider_bits, latency_of, multiplier, shift_add,
                      shift_bits, split_shift, wide_mul)
 
 
@@ -42,7 +43,6 @@ def range_shape(lo: int, hi: int) -> Shape:
     return signed(max((-lo - 1).bit_length(), hi.bit_length()) + 1)
 
 
-FANOUT = 4  # lanes that one register of a shared value drives
 
 
 class Datapath:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from amaranth.hdl import ClockSignal, Const, Instance
 from amaranth.hdl import signed as signed_shape
 
+from ..timing import csd_terms, pair_up
 from . import device
 
 DSP_WIDTH = 18
@@ -84,40 +85,6 @@ def _mult18x18d(m, a, b, out, new_signal, signed: bool) -> None:
     m.d.comb += out.eq(p)  # truncates, or extends by the product's signedness
 
 
-def csd_terms(c: int) -> list:
-    """The canonical signed digits of `c` as (positive, shift) pairs, lowest first: no two
-    adjacent digits are nonzero, so 3840 = 4096 - 256 has two terms. Negative `c` works too."""
-    terms, n, k = [], c, 0
-    while n:
-        if n & 1:
-            d = 2 - (n & 3)  # +1 or -1
-            terms.append((d > 0, k))
-            n -= d
-        n >>= 1
-        k += 1
-    return terms
-
-
-def _pair(terms: list, add) -> list:
-    """One level of a balanced adder tree over signed terms (an odd one out passes through)."""
-    pairs = [terms[j:j + 2] for j in range(0, len(terms), 2)]
-    return [p[0] if len(p) == 1 else add(*p) for p in pairs]
-
-
-def shift_add_levels(c: int) -> int:
-    """Registers in pipelined_product(c): one per level of adders over c's signed digits, and
-    one more to negate when every digit is negative after pairing; 0 for 0 or a power of two
-    (up to sign: a shift, or a shift and a negation that a caller registers once)."""
-    signs = [p for p, _ in csd_terms(c)]
-    if len(signs) <= 1:
-        return 0
-    levels = 0
-    while len(signs) > 1:
-        signs = _pair(signs, lambda x, y: x or y)  # a sum is negative only if both terms are
-        levels += 1
-    return levels + (0 if signs[0] else 1)
-
-
 def constant_product(value, c: int):
     """value * c from shifts and a balanced tree of adders over the constant's canonical signed
     digits (3840 = 4096 - 256 is one subtractor). For address arithmetic, where a DSP block
@@ -126,7 +93,7 @@ def constant_product(value, c: int):
     if not terms:
         return Const(0, 1)
     while len(terms) > 1:
-        terms = _pair(terms, _sum_signed)
+        terms = pair_up(terms, _sum_signed)
     positive, v = terms[0]
     return v if positive else -v
 
@@ -149,7 +116,7 @@ def pipelined_product(m, value, c: int, out, new_signal) -> None:
 
     terms = [(p, term(value << k)) for p, k in csd_terms(c)]
     while len(terms) > 1:
-        terms = [(p, registered(v)) for p, v in _pair(terms, _sum_signed)]
+        terms = [(p, registered(v)) for p, v in pair_up(terms, _sum_signed)]
     positive, v = terms[0]
     m.d.comb += out.eq(v) if positive else out.eq(registered(-v))
 

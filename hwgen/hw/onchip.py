@@ -42,8 +42,9 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .bram import BlockRam
-from ..passes.memplan import BANK_FANOUT, MUX_GROUP
-from .datapath import FANOUT, dtype_shape, select
+from ..passes.memplan import BANK_FANOUT, MUX_GROUP, congruent_banks
+from ..timing import FANOUT
+from .datapath import dtype_shape, select
 from .device import KEEP
 
 
@@ -72,13 +73,6 @@ def write_port(shape, dtype, lanes: int) -> wiring.Signature:
 
 def lane_index(port, lane: int, ndim: int) -> list:
     return [getattr(port, f"i{lane}_{d}") for d in range(max(1, ndim))]
-
-
-def congruent_banks(starts, grains, banks) -> tuple:
-    """The bank tuples whose number along each dimension d is congruent to starts[d] modulo
-    grains[d] (grains[d] divides banks[d]): the banks a lane stepping in multiples of the grains
-    can reach."""
-    return tuple(itertools.product(*(range(s % g, b, g) for s, g, b in zip(starts, grains, banks))))
 
 
 def one_of(values: list):

@@ -31,15 +31,17 @@ from amaranth.lib.wiring import In, Out
 
 from .. import ir
 from ..affine import to_affine
-from ..passes.memplan import BANK_FANOUT, affine_parts
+from ..passes.memplan import BANK_FANOUT
+from ..passes.pipeplan import PipePlan, broadcast, lane_combos, par_deps, pipe_exprs, reuse_distance
 from ..errors import ScheduleError
 from ..loops import AppendWrite, GroupWrite, Pipe, write_exprs
-from . import timing as tm
+from .. import timing as tm
 from .counters import all_at_end, next_values
-from .datapath import FANOUT, Datapath, dtype_shape
+from ..timing import FANOUT
+from .datapath import Datapath, dtype_shape
 from .device import KEEP
 from .groupmem import update_port
-from .onchip import congruent_banks, one_of, read_port, write_port
+from .onchip import one_of, read_port, write_port
 
 SELECT_SLICE = 8  # data bits that one forwarding select flip-flop drives
 
@@ -61,179 +63,6 @@ def used_names(exprs) -> tuple:
     return tuple(sorted(idx)), tuple(sorted(params))
 
 
-def pipe_exprs(pipe: Pipe) -> list:
-    out = []
-    for w in pipe.writes:
-        out += write_exprs(w)
-    return out
-
-
-@dataclass
-class PortSpec:
-    """A memory port of the pipe: its memory, the par counters its lanes run over, the lanes
-    (tuples of (counter, offset)), and each lane's reach (the banks it can address; None: any)."""
-
-    mem: object
-    counters: tuple
-    lanes: list
-    reach: list | None
-
-
-def _lanes(names, par: dict) -> list:
-    return [tuple(zip(names, combo)) for combo in itertools.product(*(range(par[n]) for n in names))]
-
-
-def _par_used(idx, par: dict) -> tuple:
-    used = set()
-    for a in affine_parts(idx, par):
-        for n, c in a.terms:
-            if n in par and c:
-                used.add(n)
-    return tuple(sorted(used))
-
-
-def reuse_distance(counters, idx) -> int | None:
-    """The fewest issues between two writes of one run of a pipe to the same element through
-    `idx` (None: no element is written twice in a run). Exact for an index whose every
-    dimension is a constant or a constant plus a multiple of a counter of its own; any other
-    index may write one element on consecutive issues (1). Two issues write the same element
-    only if every indexing counter is equal, so a run of innermost counters that all index
-    separates them by the product of their issue counts."""
-    names = {c.name for c in counters}
-    own = set()
-    for e in idx:
-        aff = to_affine(e)
-        if aff is None or len(aff.names()) > 1:
-            return 1
-        for n in aff.names():
-            if n in own or n not in names:
-                return 1
-            own.add(n)
-    distance = 1
-    for c in reversed(counters):
-        if c.name not in own:
-            return distance
-        distance *= -(-c.extent // c.par)
-    return None
-
-
-def _reach_banks(idx, lanes, par: dict, plan) -> list | None:
-    """Each lane's reach: the banks it can address over the whole pipe, as a tuple of bank
-    tuples (one bank: a constant wire). None: any bank (registers, or a data-dependent
-    subscript along a banked dimension). Along a dimension of B banks, an affine subscript
-    moves in multiples of g = gcd(B, every counter's step), so a lane stays in the banks
-    congruent to its starting one modulo g."""
-    if plan.kind != "sram":
-        return None
-    if any(to_affine(e) is None and b > 1 for e, b in zip(idx, plan.banks)):
-        return None
-    affs = affine_parts(idx, par)
-    grains = []
-    for a, b in zip(affs, plan.banks):
-        g = b
-        for n, c in a.terms:
-            g = math.gcd(g, c * par[n] if n in par else c)
-        grains.append(g)
-    out = []
-    for lane in lanes:
-        value = dict(lane)
-        starts = [(a.const + sum(c * value.get(n, 0) for n, c in a.terms if n in par)) % g
-                  for a, g in zip(affs, grains)]
-        out.append(congruent_banks(starts, grains, plan.banks))
-    return out
-
-
-def par_deps(par: dict):
-    """deps(node): the par counters (names in `par`) that `node`'s value depends on."""
-    memo = {}
-
-    def deps(node):
-        found = memo.get(node)
-        if found is None:
-            if isinstance(node, ir.Index):
-                found = frozenset([node.name]) & frozenset(par)
-            else:
-                found = frozenset().union(*[deps(c) for c in ir.children(node)]) if ir.children(node) else frozenset()
-            memo[node] = found
-        return found
-
-    return deps
-
-
-def broadcast(par: dict, fanout: int = FANOUT):
-    """spread(node, operand): `operand` is shared by more than `fanout` lanes of `node` (it
-    does not depend on par counters that `node` does). Such an operand of a multiplier reaches
-    the DSP blocks of its lanes through two registers: copies for groups of FANOUT lanes,
-    then one copy for each lane beside its blocks. Such an index of a read (with `fanout`
-    BANK_FANOUT) reaches the banks' address registers through copies for groups of FANOUT
-    lanes, a stage after it is made (timing.schedule, Datapath.at)."""
-    deps = par_deps(par)
-
-    def spread(node, operand) -> bool:
-        lanes = 1
-        for name in deps(node) - deps(operand):
-            lanes *= par[name]
-        return lanes > fanout
-
-    return spread
-
-
-def analyse(pipe: Pipe, plans: dict):
-    """Timing, write plans and ports of a pipe (pure; the cycle model uses it too)."""
-    par = {c.name: c.par for c in pipe.counters if c.par > 1}
-    many = broadcast(par, BANK_FANOUT)
-    own = {c.name for c in pipe.counters}
-
-    def spread_index(read, index) -> bool:  # a RAM's index that moves during the pipe
-        moves = any(isinstance(n, ir.Index) and n.name in own for n in ir.walk(index))
-        return plans[read.mem.name].kind == "sram" and moves and many(read, index)
-
-    def far(product) -> bool:  # an operand shared by more lanes than a bank group
-        return any(many(product, operand) for operand in ir.children(product))
-
-    timing = tm.schedule(pipe_exprs(pipe), lambda mem: tm.read_timing(plans[mem.name]), broadcast(par),
-                         spread_index, far)
-    reads, read_nodes = [], []
-    for e in pipe_exprs(pipe):
-        for n in ir.walk(e):
-            if isinstance(n, ir.MemRead) and n not in read_nodes:
-                read_nodes.append(n)
-    read_nodes.sort(key=lambda n: (n.mem.name, repr(n.idx)))
-    for n in read_nodes:
-        names = _par_used(n.idx, par)
-        lanes = _lanes(names, par)
-        reads.append(PortSpec(n.mem, names, lanes, _reach_banks(n.idx, lanes, par, plans[n.mem.name])))
-    writes, acc_reads, wplans = [], [], []
-    for w in pipe.writes:
-        if isinstance(w, (GroupWrite, AppendWrite)):
-            if par:
-                raise ScheduleError("a group-by or filter pipe takes one element per cycle; remove par")
-            if isinstance(w, AppendWrite):
-                one = PortSpec(w.count, (), [()], None)
-                acc_reads.append(one)
-                writes.append(one)
-                writes.append(PortSpec(w.values, (), [(("item", k),) for k in range(len(w.items))], None))
-            exprs = write_exprs(w)
-            stage, _ = tm.place_at([timing.ready(e) for e in exprs], 2 + len(exprs) // 2)
-            wplans.append(tm.WritePlan([], stage))
-            continue
-        names = _par_used(w.idx, par)
-        lanes = _lanes(names, par)
-        reduce_lanes = 1
-        for n in par:
-            if n not in names:
-                reduce_lanes *= par[n]
-        if w.op is None and reduce_lanes > 1:
-            raise ScheduleError(f"the lanes of a parallel write to {w.mem.label or w.mem.name} collide")
-        spec = PortSpec(w.mem, names, lanes, _reach_banks(w.idx, lanes, par, plans[w.mem.name]))
-        writes.append(spec)
-        if w.op is not None:
-            acc_reads.append(spec)
-        wplans.append(tm.write_plan(timing, w, reduce_lanes, tm.read_timing(plans[w.mem.name])))
-    stage = max((p.stage for p in wplans), default=0)
-    return par, timing, reads, read_nodes, writes, acc_reads, wplans, stage
-
-
 def identity(op: ir.Combiner, dtype):
     """The value x with op(x, v) == v for every v, for the builtin ops (None for custom ones)."""
     if op.expr is not None:
@@ -244,21 +73,17 @@ def identity(op: ir.Combiner, dtype):
             "max": dtype.min, "min": dtype.max}.get(op.op)
 
 
-def pipe_latency(pipe: Pipe, plans: dict) -> int:
-    return analyse(pipe, plans)[-1]
-
-
 class PipeUnit(wiring.Component):
-    """Hardware for one loops.Pipe. `outer`: name -> extent of enclosing counters;
-    `params`: name -> dtype; `plans`: memory name -> passes.memplan.MemPlan."""
+    """Hardware for one loops.Pipe with its `plan` (passes.pipeplan). `outer`: name -> extent
+    of enclosing counters; `params`: name -> dtype; `plans`: memory name -> MemPlan."""
 
-    def __init__(self, pipe: Pipe, outer: dict, params: dict, plans: dict):
+    def __init__(self, pipe: Pipe, plan: PipePlan, outer: dict, params: dict, plans: dict):
         self.pipe = pipe
         self.plans = plans
-        (self.par, self.timing, reads, self.read_nodes, writes, acc_reads,
-         self.write_plans, self.latency) = analyse(pipe, plans)
-        self.read_ports = reads + acc_reads  # the old values of accumulators come last
-        self.write_ports = writes
+        self.par, self.timing, self.read_nodes = plan.par, plan.timing, plan.read_nodes
+        self.write_plans, self.latency = plan.write_plans, plan.latency
+        self.read_ports = plan.reads + plan.acc_reads  # the old values of accumulators come last
+        self.write_ports = plan.writes
         idx_names, param_names = used_names(pipe_exprs(pipe))
         own = {c.name for c in pipe.counters}
         self.outer_used = tuple(n for n in idx_names if n not in own)
@@ -531,7 +356,7 @@ class PipeUnit(wiring.Component):
         value_stage = self.timing.stage[w.value]
         if not reduce_names:
             return dp.at(w.value, L, lane)
-        combos = _lanes(reduce_names, self.par)
+        combos = lane_combos(reduce_names, self.par)
         shape = dtype_shape(w.mem.dtype)
         level = [(dp.at(w.value, value_stage, lane + c), value_stage) for c in combos]
         for depth, (stage, _) in enumerate(plan.tree):

@@ -24,8 +24,8 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..dram import DramConfig, word_bits
-from ..loops import Load, Loop, LoopProgram, Parallel, Pipe, Store
-from ..passes.memplan import plan as plan_memories
+from ..loops import Load, Loop, Parallel, Pipe, Store
+from ..passes.names import kind_of
 from . import memchannel
 from .control import MetaLoop, SeqLoop
 from .control import Parallel as ParallelUnit
@@ -44,16 +44,18 @@ class _Node:
 
 
 class KernelTop(wiring.Component):
-    """Hardware for a LoopProgram under a DramConfig (see the module doc for the ports)."""
+    """Hardware for a compiled kernel (passes.Compiled) under a DramConfig (see the module doc
+    for the ports)."""
 
-    def __init__(self, prog: LoopProgram, dram: DramConfig):
+    def __init__(self, compiled, dram: DramConfig):
+        prog = compiled.program
+        self.compiled = compiled
         self.prog = prog
         self.dram = dram
         self.word_bits = word_bits(d.dtype for d in prog.drams)
-        self.plans = plan_memories(prog, dram.words_per_cycle)
+        self.plans = compiled.plans
         self.loads, self.stores, self.pipes, self.loops = [], [], [], []
-        self.unit_names: dict = {}  # id(controller) -> instance name (load0, pipe1, ...)
-        self._counts: dict = {}
+        self.unit_names: list = []  # instance names of the controllers (load0, pipe1, ...)
         self._depths = {}
         for p in self.plans.values():
             if p.owner is not None:
@@ -76,17 +78,15 @@ class KernelTop(wiring.Component):
     # ---------------------------------------------------------------- tree of units
 
     def _node(self, ctrl, unit, children=()) -> _Node:
-        kind = type(unit).__name__.lower().replace("unit", "")
-        name = f"{kind}{self._counts.setdefault(kind, 0)}"
-        self._counts[kind] += 1
-        self.unit_names[id(ctrl)] = name
-        return _Node(ctrl, unit, name, children)
+        assert ctrl.name.startswith(kind_of(ctrl)), "controllers are named by passes/names.py"
+        self.unit_names.append(ctrl.name)
+        return _Node(ctrl, unit, ctrl.name, children)
 
     def _units(self, ctrl, outer: dict) -> _Node:
         cfg = self.dram
         if isinstance(ctrl, Loop):
             if ctrl.meta:
-                unit = MetaLoop(ctrl.counters, len(ctrl.stages), self._depths.get(id(ctrl), ()))
+                unit = MetaLoop(ctrl.counters, len(ctrl.stages), self._depths.get(ctrl.name, ()))
             else:
                 unit = SeqLoop(ctrl.counters, len(ctrl.stages))
             self.loops.append(unit)
@@ -100,7 +100,7 @@ class KernelTop(wiring.Component):
             return node
         if isinstance(ctrl, Pipe):
             params = {p.name: p.dtype for p in self.prog.params}
-            unit = PipeUnit(ctrl, outer, params, self.plans)
+            unit = PipeUnit(ctrl, self.compiled.pipe_plan(ctrl), outer, params, self.plans)
             self.pipes.append(unit)
             return self._node(ctrl, unit)
         if isinstance(ctrl, Load):
@@ -178,7 +178,7 @@ class KernelTop(wiring.Component):
                 if isinstance(unit, (SeqLoop, MetaLoop)):
                     inner_scope = {**scope, **{c.name: unit.counter_for(c.name, k) for c in unit.counters}}
                     if isinstance(unit, MetaLoop):
-                        inner_stages = {**stages, id(node.ctrl): (unit, k)}
+                        inner_stages = {**stages, node.ctrl.name: (unit, k)}
                 m.d.comb += child.unit.go.eq(getattr(unit, f"stage_go_{k}"))
                 m.d.comb += getattr(unit, f"stage_done_{k}").eq(child.unit.done)
                 add(child, inner_scope, inner_stages)

@@ -11,13 +11,13 @@ arrives `latency` + 2 cycles after its request (the arbiter registers the reques
 out and the response on its way in), is registered again
 (so the tile memory's bank multiplexers start from flip-flops) and written to the tile the
 cycle after; `done` pulses the cycle after that write. Uncontended: `beats + latency +
-LOAD_EXTRA` (5).
+timing.LOAD_EXTRA` (5).
 Store timing: the tile is read one beat per cycle from t0 + 2 (`read latency` 0 for registers,
 4 to 6 for RAM: MemPlan.latency) into a ring of read latency + 2 beats, which sends each beat the cycle after it
 arrives; the arbiter's request register takes it and the channel accepts it from there a
 cycle later (`wr_sent`); `done` pulses the cycle after the channel accepts the last beat, so a
 read requested after `done` sees every write. Uncontended: `beats + read latency +
-STORE_EXTRA` (4).
+timing.STORE_EXTRA` (4).
 
 Members: go, done, base: In(addr), ctr_<name>: In, the channel client port (rd_req + rd_resp,
 or wr and wr_sent: In(1)), and `port`: the tile memory's vector port, one lane per word of a beat.
@@ -37,24 +37,10 @@ from . import dsp, memchannel
 from .counters import all_at_end, next_values
 from .datapath import build_comb
 from .device import KEEP
-from .onchip import congruent_banks, one_of, read_port, write_port
+from ..passes.memplan import congruent_banks
+from ..timing import beats_of, lanes_of
+from .onchip import one_of, read_port, write_port
 from .pipe import port_name, used_names
-
-
-LOAD_EXTRA = 5  # a load's cycles beyond its beats and the DRAM latency
-STORE_EXTRA = 4  # a store's cycles beyond its beats and its memory's read latency
-
-
-def beats_of(shape, words: int) -> int:
-    """Number of beats moving a tile of `shape`."""
-    rows = 1
-    for s in shape[:-1]:
-        rows *= s
-    return rows * -(-shape[-1] // words) if shape else 1
-
-
-def lanes_of(shape, words: int) -> int:
-    return min(words, shape[-1]) if shape else 1
 
 
 def reach_banks(shape, words: int, plan) -> list | None:

@@ -13,35 +13,31 @@ from .. import ir
 from ..loops import Load, Loop, LoopProgram, Parallel
 
 
-def hoist_loads(prog: LoopProgram, meta: bool) -> LoopProgram:
-    """`prog` with invariant loads hoisted; loops with counters and several stages are
-    metapipelined when `meta` (the schedule's flag), as the lowering would have done."""
-    return replace(prog, root=_hoist_children(prog.root, meta))
+def hoist_loads(prog: LoopProgram, schedule=None) -> LoopProgram:
+    """`prog` with invariant loads hoisted (loops come out sequential: metapipelining is
+    decided afterwards, by passes/metapipeline.py)."""
+    return replace(prog, root=_hoist_children(prog.root))
 
 
-def _meta(loop: Loop, stages, meta: bool) -> bool:
-    return meta and bool(loop.counters) and len(stages) > 1
-
-
-def _hoist_children(loop: Loop, meta: bool) -> Loop:
+def _hoist_children(loop: Loop) -> Loop:
     stages = []
     for stage in loop.stages:
         if isinstance(stage, Loop):
-            inner, hoisted = _hoist_out_of(stage, meta)
+            inner, hoisted = _hoist_out_of(stage)
             stages.extend(hoisted)
             stages.append(inner)
         else:
             stages.append(stage)
-    return Loop(loop.counters, tuple(stages), _meta(loop, stages, meta))
+    return Loop(loop.counters, tuple(stages))
 
 
 def _uses(load: Load, names: set) -> bool:
     return any(isinstance(n, ir.Index) and n.name in names for e in load.origin for n in ir.walk(e))
 
 
-def _hoist_out_of(loop: Loop, meta: bool) -> tuple:
+def _hoist_out_of(loop: Loop) -> tuple:
     """(the loop without its invariant loads, the loads to run before it)."""
-    loop = _hoist_children(loop, meta)
+    loop = _hoist_children(loop)
     names = {c.name for c in loop.counters}
     keep, out = [], []
     for stage in loop.stages:
@@ -56,6 +52,6 @@ def _hoist_out_of(loop: Loop, meta: bool) -> tuple:
         out.extend(invariant)
         if varying:
             keep.append(varying[0] if len(varying) == 1 else Parallel(tuple(varying)))
-    new = Loop(loop.counters, tuple(keep), _meta(loop, keep, meta))
+    new = Loop(loop.counters, tuple(keep))
     hoisted = [] if not out else [out[0] if len(out) == 1 else Parallel(tuple(out))]
     return new, hoisted

@@ -30,18 +30,18 @@ from ..signature import raw_dtype
 from .fuse import fuse
 
 
-def lower(program: Program, tiles: dict, par: dict | None = None, meta: bool = False) -> LoopProgram:
-    """The loop program of `program` with `tiles` (index name -> tile size; default 1), `par`
-    (index name -> lanes of its in-tile counter) and `meta` (metapipeline outer loops)."""
-    return _Lowerer(program, tiles, par or {}, meta).run()
+def lower(program: Program, tiles: dict, par: dict | None = None) -> LoopProgram:
+    """The loop program of `program` with `tiles` (index name -> tile size; default 1) and
+    `par` (index name -> lanes of its in-tile counter). Loops come out sequential
+    (passes/metapipeline.py decides which overlap)."""
+    return _Lowerer(program, tiles, par or {}).run()
 
 
 class _Lowerer:
-    def __init__(self, program: Program, tiles: dict, par: dict, meta: bool):
+    def __init__(self, program: Program, tiles: dict, par: dict):
         self.program = program
         self.tiles = tiles
         self.par = par
-        self.meta = meta
         self.extents = program.extents
         self.mems: list[Mem] = []
         self.top: list = []
@@ -139,10 +139,10 @@ class _Lowerer:
         stages.append(Store(out, dram, tuple(origin), tile_shape))
         return self.loop(outer, stages)
 
-    def loop(self, counters, stages) -> Loop:
-        """A loop over `counters`; metapipelined when asked for and it has several stages."""
-        meta = self.meta and bool(counters) and len(stages) > 1
-        return Loop(tuple(counters), tuple(stages), meta)
+    @staticmethod
+    def loop(counters, stages) -> Loop:
+        """A (sequential) loop over `counters` running `stages`."""
+        return Loop(tuple(counters), tuple(stages))
 
     def local_index(self, dims, local) -> tuple:
         names = {c.name for c in local}

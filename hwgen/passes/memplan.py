@@ -41,7 +41,7 @@ BANK_FANOUT = 16
 @dataclass(frozen=True)
 class Access:
     """One port's use of a memory: by `ctrl` (a Pipe, Load or Store), at `path` (the enclosing
-    (loop id, stage index, metapipelined) triples), with `lanes`: one offset tuple per lane
+    (loop name, stage index, metapipelined) triples), with `lanes`: one offset tuple per lane
     relative to lane 0 (a single zero tuple for a scalar access)."""
 
     mem: Mem
@@ -59,7 +59,7 @@ class MemPlan:
     kind: str  # "regs" | "sram"
     banks: tuple  # per dimension (all 1 for registers)
     depth: int  # buffers
-    owner: int | None = None  # id() of the metapipelined Loop that rotates the buffers
+    owner: str | None = None  # name of the metapipelined Loop that rotates the buffers
     accesses: tuple = field(default=(), repr=False)
 
     @property
@@ -173,7 +173,7 @@ def collect(prog: LoopProgram, words: int) -> list:
     def go(ctrl, path):
         if isinstance(ctrl, Loop):
             for k, stage in enumerate(ctrl.stages):
-                go(stage, path + ((id(ctrl), k, ctrl.meta),))
+                go(stage, path + ((ctrl.name, k, ctrl.meta),))
         elif isinstance(ctrl, Parallel):
             for c in ctrl.children:
                 go(c, path)
@@ -217,6 +217,13 @@ def collect(prog: LoopProgram, words: int) -> list:
 
     go(prog.root, ())
     return out
+
+
+def congruent_banks(starts, grains, banks) -> tuple:
+    """The bank tuples whose number along each dimension d is congruent to starts[d] modulo
+    grains[d] (grains[d] divides banks[d]): the banks a lane stepping in multiples of the grains
+    can reach."""
+    return tuple(itertools.product(*(range(s % g, b, g) for s, g, b in zip(starts, grains, banks))))
 
 
 def _name(mem: Mem) -> str:
@@ -290,7 +297,7 @@ def plan(prog: LoopProgram, words: int) -> dict:
 
 
 def _buffering(mem: Mem, acc: list, loc) -> tuple:
-    """(owner loop id, depth) of a memory's N-buffer, from the stages its accesses sit in."""
+    """(owner loop name, depth) of a memory's N-buffer, from the stages its accesses sit in."""
     loops = {}
     for a in acc:
         for loop_id, stage, meta in a.path:

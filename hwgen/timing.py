@@ -1,7 +1,15 @@
-"""Pipeline timing of a Pipe's datapath: at which stage each expression node is computed.
+"""Hardware timing rules, in pure Python (no Amaranth): the one place that both the hardware
+templates (hw/) and the cycle model (model.py) take their latencies from, so the model counts
+exactly the registers and cycles the hardware has.
 
-Pure Python (no Amaranth), shared by the datapath builder and the cycle model, so the model
-counts exactly the registers the hardware has. Scheduling is as-soon-as-possible with
+Fixed costs of the controllers and transfer units:
+
+    LOAD_EXTRA    a tile load's cycles beyond its beats and the DRAM latency
+    STORE_EXTRA   a tile store's cycles beyond its beats and its memory's read latency
+    JOIN_EXTRA    a Parallel's cycles beyond its slowest child (its registered done)
+    beats_of      DRAM beats that move a tile
+
+Pipeline timing of a Pipe's datapath: at which stage each expression node is computed. Scheduling is as-soon-as-possible with
 chaining: a node is computed in the stage of its latest operand unless the combinational
 depth in that stage would exceed `BUDGET`, in which case it moves one stage later (its
 operands are registered). A multiplier takes its operands from flip-flops (an operand made
@@ -21,9 +29,61 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import ir
-from ..ranges import value_range
-from .dsp import shift_add_levels
+from . import ir
+from .ranges import value_range
+
+LOAD_EXTRA = 5  # a load's cycles beyond its beats and the DRAM latency
+STORE_EXTRA = 4  # a store's cycles beyond its beats and its memory's read latency
+JOIN_EXTRA = 1  # a Parallel's cycles beyond its slowest child (its registered done)
+FANOUT = 4  # lanes that one register of a shared value drives
+
+
+def beats_of(shape, words: int) -> int:
+    """Number of beats moving a tile of `shape`."""
+    rows = 1
+    for s in shape[:-1]:
+        rows *= s
+    return rows * -(-shape[-1] // words) if shape else 1
+
+
+def lanes_of(shape, words: int) -> int:
+    """Words of a beat that carry data when moving a tile of `shape`."""
+    return min(words, shape[-1]) if shape else 1
+
+
+def csd_terms(c: int) -> list:
+    """The canonical signed digits of `c` as (positive, shift) pairs, lowest first: no two
+    adjacent digits are nonzero, so 3840 = 4096 - 256 has two terms. Negative `c` works too."""
+    terms, n, k = [], c, 0
+    while n:
+        if n & 1:
+            d = 2 - (n & 3)  # +1 or -1
+            terms.append((d > 0, k))
+            n -= d
+        n >>= 1
+        k += 1
+    return terms
+
+
+def pair_up(terms: list, add) -> list:
+    """One level of a balanced adder tree over signed terms (an odd one out passes through)."""
+    pairs = [terms[j:j + 2] for j in range(0, len(terms), 2)]
+    return [p[0] if len(p) == 1 else add(*p) for p in pairs]
+
+
+def shift_add_levels(c: int) -> int:
+    """Registers in a pipelined product by the constant c (hw/dsp.py): one per level of adders
+    over c's signed digits, and one more to negate when every digit is negative after pairing;
+    0 for 0 or a power of two (up to sign: a shift, or a shift and a negation that a caller
+    registers once)."""
+    signs = [p for p, _ in csd_terms(c)]
+    if len(signs) <= 1:
+        return 0
+    levels = 0
+    while len(signs) > 1:
+        signs = pair_up(signs, lambda x, y: x or y)  # a sum is negative only if both terms are
+        levels += 1
+    return levels + (0 if signs[0] else 1)
 
 BUDGET = 4
 
