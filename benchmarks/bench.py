@@ -9,7 +9,8 @@ synthesized, written to docs/results.md with two pictures:
     (or: make bench)
 
 Rows are kept in docs/results.json; naming apps re-measures only those, and the page is
-rewritten from every kept row (`--page-only`: only that).
+rewritten from every kept row (`--page-only`: only that). The part of docs/results.md after
+the HAND_WRITTEN marker line is written by hand and kept as it is.
 
 Cycles and timelines come from Verilator; the baseline's cycles come from the cycle model,
 which matches simulation exactly for the baseline (see `make ablation`); LUT / FF / BRAM / DSP
@@ -27,6 +28,7 @@ from pathlib import Path
 from common import ROOT, app_paths, load_app
 
 DOCS = ROOT / "docs"
+HAND_WRITTEN = "<!-- Everything below this line is written by hand; benchmarks/bench.py keeps it. -->"
 
 
 def schedule_text(s) -> str:
@@ -68,7 +70,7 @@ def _arrays(design):
 
 def table(rows) -> str:
     head = ("app", "schedule", "cycles", "speedup", "pred. error", "of roofline", "LUT", "FF",
-            "BRAM", "DSP", "Fmax MHz", "router", "build s")
+            "BRAM", "DSP", "Fmax MHz", "router", "synth s", "build s")
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         s = r.get("synth") or {}
@@ -78,7 +80,8 @@ def table(rows) -> str:
             f"{100 * (r['predicted'] - r['cycles']) / r['cycles']:+.1f} %",
             f"{100 * r['roofline'] / r['cycles']:.0f} %",
             str(s.get("luts", "-")), str(s.get("ffs", "-")), str(s.get("brams", "-")), str(s.get("dsps", "-")),
-            f"{fmax:.0f}" if fmax else "-", s.get("router", "router1") if s else "-", f"{r['build_s']:.1f} |",
+            f"{fmax:.1f}" if fmax else "-", s.get("router", "router1") if s else "-",
+            f"{s['seconds']:.0f}" if "seconds" in s else "-", f"{r['build_s']:.1f} |",
         ]))
     return "\n".join(out)
 
@@ -178,9 +181,10 @@ def main(argv) -> int:
         "speedup against the paper's baseline (no tiling, no metapipelining, one lane; its cycles",
         "from the cycle model, exact for the baseline, see `make ablation`); resources and Fmax from",
         "Yosys and nextpnr for the ECP5-85k (LFE5U-85F, CABGA381) at a 100 MHz target, on the ECP5",
-        "netlist (DSP and block RAM primitives, see the README's Synthesis section), speed grade 6,",
-        "with the nextpnr router named in the row. A `-` in those columns: not synthesized.",
-        "A row's synthesis is kept from its last synthesizing run (`--no-synth` keeps it).",
+        "netlist (DSP and block RAM primitives, see [hardware.md](hardware.md#ecp5-primitives)),",
+        "speed grade 6, seed 1, with the nextpnr router named in the row; synth s: the wall time of",
+        "synthesis and place-and-route, build s: of hwgen's build. A `-`: not synthesized. A row's",
+        "synthesis is kept from its last synthesizing run (`--no-synth` keeps it).",
         "",
         table(rows),
         "",
@@ -189,7 +193,9 @@ def main(argv) -> int:
         "![timeline](timeline.png)",
         "",
     ]
-    (DOCS / "results.md").write_text("\n".join(page))
+    old = (DOCS / "results.md").read_text() if (DOCS / "results.md").exists() else ""
+    kept = "\n" + old[old.index(HAND_WRITTEN):] if HAND_WRITTEN in old else ""
+    (DOCS / "results.md").write_text("\n".join(page) + kept)
     print(table(rows))
     return 0
 
