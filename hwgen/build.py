@@ -20,7 +20,7 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import loops
 from .dram import DramConfig, word_bits
@@ -28,7 +28,7 @@ from .errors import HwgenError
 from .hw import device
 from .hw.top import KernelTop
 from .model import predict
-from .passes import Compiled, compile
+from .passes import Compiled, compile, log_step, show_ir_wanted
 from .verilog import to_verilog, waivers
 
 
@@ -78,12 +78,17 @@ def elaborate(kernel, dram: DramConfig | None = None, target: str | None = None,
     compiled = compile_kernel(kernel, dram, show_ir)
     try:
         with device.primitives(target):
+            t = time.perf_counter()
             top = KernelTop(compiled, dram)
             text = to_verilog(top, kernel.name)
+            seconds = time.perf_counter() - t
     except HwgenError as e:
         if e.loc is None:
             e.loc = kernel.schedule.loc
         raise
+    compiled = replace(compiled, steps=compiled.steps + (("hardware and verilog", seconds),))
+    if show_ir_wanted(show_ir):
+        log_step("hardware and verilog", seconds, f"  {len(text) // 1024} KB of Verilog")
     elapsed = time.perf_counter() - started
     report = make_report(kernel, dram, compiled, word_bits(d.dtype for d in compiled.program.drams), elapsed)
     return Design(kernel, dram, compiled, top, text, report)

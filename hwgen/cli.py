@@ -36,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("app", metavar="APP.py")
     b.add_argument("--kernel", help="only the kernel of this name")
     b.add_argument("--out", default="rtl_out", help="output folder (default rtl_out)")
-    b.add_argument("--show-ir", action="store_true", help="print the pattern IR, dataflow graph and loop program")
+    b.add_argument("--show-ir", action="store_true", help="print the pattern IR and dataflow graph, then the IR after each compiler pass with its time (also: HWGEN_SHOW_IR=1)")
     s = sub.add_parser("sim", help="simulate each kernel in Verilator and check it against the golden model")
     s.add_argument("app", metavar="APP.py")
     s.add_argument("--kernel", help="only the kernel of this name")
@@ -142,12 +142,8 @@ def cmd_build(args) -> int:
     for k in kernels_of(module, args.app, args.kernel):
         t = time.perf_counter()
         if args.show_ir:
-            print(k.show_ir())
-        design = k.build(out_dir=args.out)
-        if args.show_ir:
-            from .loops import show
-
-            print(show(design.program))
+            print(k.show_ir(), flush=True)
+        design = k.build(out_dir=args.out, show_ir=args.show_ir or None)
         r = design.report
         print(f"built {k.name}: {design.paths['verilog']}  predicted {r['predicted_cycles']} cycles, "
               f"roofline {r['roofline_cycles']}  ({time.perf_counter() - t:.2f} s)")

@@ -56,11 +56,12 @@ class Kernel:
         )
         return Kernel(self.fn, schedule, self.program)
 
-    def build(self, out_dir="rtl_out", dram=None):
-        """Elaborate the hardware and write out_dir/<kernel>/<kernel>.v and report.json."""
+    def build(self, out_dir="rtl_out", dram=None, show_ir=None):
+        """Elaborate the hardware and write out_dir/<kernel>/<kernel>.v and report.json.
+        `show_ir=True` prints the IR after each compiler pass (default: $HWGEN_SHOW_IR)."""
         from .build import build
 
-        return build(self, out_dir=out_dir, dram=dram)
+        return build(self, out_dir=out_dir, dram=dram, show_ir=show_ir)
 
     def elaborate(self, dram=None):
         """The hardware design in memory (no files written): a `build.Design`."""

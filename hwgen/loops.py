@@ -215,16 +215,16 @@ def show(prog: LoopProgram) -> str:
         if isinstance(c, Loop):
             ctrs = ", ".join(f"{k.name}<{k.extent}" + (f" par {k.par}" if k.par > 1 else "") for k in c.counters)
             kind = "metapipe" if c.meta else "sequential"
-            lines.append(f"{pad}{kind} loop [{ctrs}]")
+            lines.append(f"{pad}{kind} loop{_named(c)} [{ctrs}]")
             for s in c.stages:
                 go(s, depth + 1)
         elif isinstance(c, Parallel):
-            lines.append(f"{pad}parallel")
+            lines.append(f"{pad}parallel{_named(c)}")
             for s in c.children:
                 go(s, depth + 1)
         elif isinstance(c, Pipe):
             ctrs = ", ".join(f"{k.name}<{k.extent}" + (f" par {k.par}" if k.par > 1 else "") for k in c.counters)
-            lines.append(f"{pad}pipe [{ctrs}]")
+            lines.append(f"{pad}pipe{_named(c)} [{ctrs}]")
             for w in c.writes:
                 if isinstance(w, GroupWrite):
                     lines.append(f"{pad}  group {w.group.name}: key {fmt(w.key)} values {', '.join(fmt(v) for v in w.values)}")
@@ -239,14 +239,18 @@ def show(prog: LoopProgram) -> str:
                 else:
                     lines.append(f"{pad}  {target} {w.op.op}= {fmt(w.value)}  (first: {fmt(w.first)})")
         elif isinstance(c, Load):
-            lines.append(f"{pad}load {c.dram.name}[{', '.join(fmt(o) for o in c.origin)} +{list(c.mem.shape)}] -> {c.mem.name}")
+            lines.append(f"{pad}load{_named(c)} {c.dram.name}[{', '.join(fmt(o) for o in c.origin)} +{list(c.mem.shape)}] -> {c.mem.name}")
         elif isinstance(c, Store):
-            lines.append(f"{pad}store {c.mem.name} -> {c.dram.name}[{', '.join(fmt(o) for o in c.origin)} +{list(c.shape)}]")
+            lines.append(f"{pad}store{_named(c)} {c.mem.name} -> {c.dram.name}[{', '.join(fmt(o) for o in c.origin)} +{list(c.shape)}]")
 
     go(prog.root, 1)
     for s in prog.scalar_outs:
         lines.append(f"  result {s.name} = {s.mem.name}")
     return "\n".join(lines)
+
+
+def _named(c) -> str:
+    return f" {c.name}" if c.name else ""
 
 
 _OPS = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "mod": "%", "and": "&", "or": "|",

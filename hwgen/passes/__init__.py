@@ -68,16 +68,17 @@ class Compiled:
 def compile(program, schedule, words_per_cycle: int = 4, show_ir: bool | None = None) -> Compiled:  # noqa: A001
     """Run PIPELINE and ANALYSES on a traced `program` (program.Program) under `schedule`
     (schedule.Schedule) for DRAM beats of `words_per_cycle` words."""
-    if show_ir is None:
-        show_ir = os.environ.get("HWGEN_SHOW_IR", "") not in ("", "0")
+    show_ir = show_ir_wanted(show_ir)
     steps = []
-    ir = program
+    ir, text = program, None
     for name, step in PIPELINE:
         started = time.perf_counter()
         ir = step(ir, schedule)
         steps.append((name, time.perf_counter() - started))
         if show_ir:
-            _log(name, steps[-1][1], show(ir))
+            new = show(ir)
+            _log(name, steps[-1][1], "  (unchanged)" if new == text else new)
+            text = new
     started = time.perf_counter()
     plans = plan_memories(ir, words_per_cycle)
     steps.append(("memplan", time.perf_counter() - started))
@@ -93,6 +94,13 @@ def compile(program, schedule, words_per_cycle: int = 4, show_ir: bool | None = 
     return Compiled(ir, plans, pipes, words_per_cycle, tuple(steps))
 
 
+def show_ir_wanted(show_ir: bool | None) -> bool:
+    """`show_ir`, or when None, whether $HWGEN_SHOW_IR is set (not empty or 0)."""
+    if show_ir is None:
+        return os.environ.get("HWGEN_SHOW_IR", "") not in ("", "0")
+    return bool(show_ir)
+
+
 def _plan_line(p) -> str:
     d = p.describe()
     owner = f", rotated by {p.owner}" if p.owner else ""
@@ -100,5 +108,10 @@ def _plan_line(p) -> str:
             f"{d['buffers']} buffer(s){owner}  ({d['holds']})")
 
 
+def log_step(name: str, seconds: float, text: str = "") -> None:
+    """Print one step of the pipeline (for HWGEN_SHOW_IR): its name, time and IR."""
+    _log(name, seconds, text)
+
+
 def _log(name: str, seconds: float, text: str) -> None:
-    print(f"== after {name} ({seconds * 1000:.1f} ms) ==\n{text}", file=sys.stderr)
+    print(f"== after {name} ({seconds * 1000:.1f} ms) ==" + (f"\n{text}" if text else ""), file=sys.stderr)
