@@ -26,7 +26,7 @@ from . import loops
 from .dram import DramConfig, word_bits
 from .errors import HwgenError
 from .hw import device
-from .hw.top import KernelTop
+from .hw.top import Top
 from .model import predict
 from .passes import Compiled, compile, log_step, show_ir_wanted
 from .verilog import to_verilog, waivers
@@ -40,7 +40,7 @@ class Design:
     kernel: object
     dram: DramConfig
     compiled: Compiled
-    component: KernelTop
+    component: Top
     verilog: str
     report: dict
     paths: dict = field(default_factory=dict)
@@ -79,7 +79,7 @@ def elaborate(kernel, dram: DramConfig | None = None, target: str | None = None,
     try:
         with device.primitives(target):
             t = time.perf_counter()
-            top = KernelTop(compiled, dram)
+            top = Top(compiled, dram)
             text = to_verilog(top, kernel.name)
             seconds = time.perf_counter() - t
     except HwgenError as e:

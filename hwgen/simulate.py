@@ -112,7 +112,7 @@ def simulate(kernel, args, waves: bool = False, dram: DramConfig | None = None, 
         units = sorted(design.component.unit_names) if monitor is True else list(monitor or [])
         flags = [f"overflow_{g.name}" for g in design.program.groups]
         config = {"inputs": inputs, "results": [f"res_{s.name}" for s in design.program.scalar_outs] + flags,
-                  "timeout_cycles": timeout, "monitor": units, "runs": runs}
+                  "timeout_cycles": timeout, "monitor": units, "scope": ["pe0"], "runs": runs}
         (work / "config.json").write_text(json.dumps(config))
         plusargs = [f"+DRAM_IN={work / 'dram_in.hex'}", f"+DRAM_OUT={work / 'dram_out.hex'}",
                     f"+DRAM_LATENCY={dram.latency}", f"+DRAM_JITTER={dram.jitter}",

@@ -59,8 +59,11 @@ async def run_kernel(dut):
     dut.start.value = 0
     out = {"earlier_runs": earlier}
     timeline = {}
+    scope = dut.dut  # the kernel; its controllers sit inside the PE instance named by "scope"
+    for part in cfg.get("scope", []):
+        scope = getattr(scope, part)
     for unit in cfg.get("monitor", []):
-        inst = getattr(dut.dut, unit)
+        inst = getattr(scope, unit)
         timeline[unit] = {"go": [], "done": []}
         for edge in ("go", "done"):
             cocotb.start_soon(_record(getattr(inst, edge), timeline[unit][edge], started))

@@ -54,9 +54,9 @@ def test_round_robin_matches_the_model(kind, clients):
                     ctx.set(getattr(p, name), value)
             ctx.set(out.ready, ready)
             await ctx.delay(1e-9)
-            got = {name: ctx.get(getattr(out, name)) for name in _payload(kind, 0, 0)}
+            got = {name: ctx.get(getattr(out.payload, name)) for name in _payload(kind, 0, 0)}
             if kind == "rd":
-                got["tag"] = ctx.get(out.tag)
+                got["tag"] = ctx.get(out.payload.tag)
             sent = [ctx.get(getattr(arb, f"wr_sent_{k}")) for k in range(clients)] if kind == "wr" else []
             seen.append((ctx.get(out.valid), got, [ctx.get(p.ready) for p in ports], sent))
             await ctx.tick()

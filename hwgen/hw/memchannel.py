@@ -14,12 +14,17 @@ until ready):
 
 A word holds one array element in its low bits (upper bits zero on writes, ignored on reads).
 Arrays are row-major at the word address given on the kernel's `base_<array>` port.
+
+Two forms of the same channel: `dram_port` is the PE's, made of `amaranth.lib.stream` streams
+whose payloads are `amaranth.lib.data` structures (`rd_req.payload.addr`, ...); `channel` is
+the flat form a top exposes as Verilog ports (`mem__rd_req__addr`, ...), and `connect_flat`
+wires one to the other.
 """
 
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Module, Signal
-from amaranth.lib import wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .device import KEEP
@@ -55,6 +60,32 @@ def channel(addr_bits: int, word_bits: int, words: int, tag_bits: int) -> wiring
     })
 
 
+def dram_port(addr_bits: int, word_bits: int, words: int, tag_bits: int) -> wiring.Signature:
+    """The PE's DRAM channel (as seen from the PE): typed streams carrying the fields above."""
+    data_bits = word_bits * words
+    return wiring.Signature({
+        "rd_req": Out(stream.Signature(data.StructLayout({"addr": addr_bits, "tag": tag_bits}))),
+        "rd_resp": In(stream.Signature(data.StructLayout({"data": data_bits, "tag": tag_bits}))),
+        "wr": Out(stream.Signature(data.StructLayout({"addr": addr_bits, "data": data_bits, "mask": words}))),
+    })
+
+
+def connect_flat(m: Module, typed, flat) -> None:
+    """Drive the flat channel `flat` (a top's `channel` port) from the PE's `typed` port
+    (`dram_port`), and the PE's inputs from the flat port's."""
+    for name, fields, outward in (("rd_req", ("addr", "tag"), True), ("rd_resp", ("data", "tag"), False),
+                                  ("wr", ("addr", "data", "mask"), True)):
+        t, f = getattr(typed, name), getattr(flat, name)
+        src, dst = (t, f) if outward else (f, t)
+        m.d.comb += dst.valid.eq(src.valid)
+        m.d.comb += src.ready.eq(dst.ready)
+        for field in fields:
+            if outward:
+                m.d.comb += getattr(f, field).eq(getattr(t.payload, field))
+            else:
+                m.d.comb += getattr(t.payload, field).eq(getattr(f, field))
+
+
 def tag_bits_for(readers: int) -> int:
     return max(1, (readers - 1).bit_length())
 
@@ -76,14 +107,14 @@ class Arbiter(wiring.Component):
     store counts itself done after it.
 
     Members: `rd_req_<k>`, `rd_resp_<k>` (read client k), `wr_<k>` and `wr_sent_<k>` (write
-    client k), `mem`.
+    client k), `mem` (a `dram_port`).
     """
 
     def __init__(self, readers: int, writers: int, addr_bits: int, word_bits: int, words: int):
         self._readers, self._writers = readers, writers
         data_bits = word_bits * words
         tag = tag_bits_for(readers)
-        members = {"mem": Out(channel(addr_bits, word_bits, words, tag))}
+        members = {"mem": Out(dram_port(addr_bits, word_bits, words, tag))}
         for k in range(readers):
             members[f"rd_req_{k}"] = In(read_request(addr_bits))
             members[f"rd_resp_{k}"] = Out(read_response(data_bits))
@@ -101,12 +132,13 @@ class Arbiter(wiring.Component):
         for k, s in enumerate(sent):
             m.d.comb += getattr(self, f"wr_sent_{k}").eq(s)
         m.d.comb += self.mem.rd_resp.ready.eq(1)
-        data = Signal.like(self.mem.rd_resp.data, name="resp_data")
-        m.d.sync += data.eq(self.mem.rd_resp.data)
+        resp_in = self.mem.rd_resp.payload
+        data = Signal.like(resp_in.data, name="resp_data")
+        m.d.sync += data.eq(resp_in.data)
         for k in range(self._readers):
             resp = getattr(self, f"rd_resp_{k}")
             valid = Signal(name=f"resp_valid_{k}")
-            m.d.sync += valid.eq(self.mem.rd_resp.valid & (self.mem.rd_resp.tag == k))
+            m.d.sync += valid.eq(self.mem.rd_resp.valid & (resp_in.tag == k))
             m.d.comb += [resp.valid.eq(valid), resp.data.eq(data)]
         return m
 
@@ -155,7 +187,7 @@ class Arbiter(wiring.Component):
         with m.If(free):
             m.d.sync += [held.eq(any_valid), owner.eq(Cat(*won))]
         for name in payload:
-            port = getattr(out, name)
+            port = getattr(out.payload, name)
             reg = Signal.like(port, name=f"{kind}_held_{name}", reset_less=True)
             m.d.comb += port.eq(reg)
             # and-or over the one-hot grants: no decoding of `grant`; a lone client's payload

@@ -1,8 +1,10 @@
-# amaranth: UnusedElaboratable=no
-# (units of a design whose building fails part-way are dropped on purpose)
-"""The kernel's top-level component: controllers, memories and the DRAM channel, wired.
+"""The top: processing elements (hw/pe.py) wired to their DRAM channels, as Verilog ports.
 
-Members (Verilog port names in brackets):
+`Top(compiled, dram, pes=1)` instantiates `pes` copies of one PE design (instances `pe0`,
+`pe1`, ...), each with its own DRAM channel. It turns each PE's typed DRAM streams into the
+flat channel ports a testbench or a user's design connects to (memchannel.channel).
+
+Members with one PE (Verilog port names in brackets; what the README documents):
     start: In(1)            pulse for one cycle while idle to run the kernel once
     done: Out(1)            high from the end of a run until the next start
     busy: Out(1)            high while running
@@ -11,10 +13,15 @@ Members (Verilog port names in brackets):
     base_<a>: In(addr)      word address of array a in DRAM (sampled at start)
     res_<r>: Out            scalar result r (valid while done)
     overflow_<g>: Out(1)    group-by g saw more distinct keys than its max_keys (valid while done)
-    mem: Out(channel)       the DRAM channel [mem__rd_req__valid, ...], see memchannel.py
+    mem: Out(channel)       the DRAM channel [mem__rd_req__valid, mem__rd_req__addr, ...]
 
-Timing: the root controller starts the cycle after `start`; `done` rises the cycle after the
-root reports done; `cycles` = root cycles + 1.
+With several PEs, `start`, `arg_<p>` and `base_<a>` go to every PE (each PE's arrays sit at
+the same addresses of its own DRAM); `done` is high when every PE is done, `busy` while any
+PE is busy, `cycles` counts from `start` until every PE is done; PE k's channel is
+`mem_<k>`, its results `res_<r>_<k>` and `overflow_<g>_<k>`.
+
+Timing: the PEs' own (pe.py); with several PEs, `done` and `cycles` are combined one cycle
+later than the last PE's.
 """
 
 from __future__ import annotations
@@ -23,216 +30,77 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from ..dram import DramConfig, word_bits
-from ..loops import Load, Loop, Parallel, Pipe, Store
-from ..passes.names import kind_of
+from ..dram import DramConfig
 from . import memchannel
-from .control import MetaLoop, SeqLoop
-from .control import Parallel as ParallelUnit
 from .datapath import dtype_shape
-from .groupmem import ROLES, GroupMem
-from .onchip import OnChipMem
-from .pipe import PipeUnit, port_name
-from .transfer import LoadUnit, StoreUnit, reach_banks
+from .pe import PE
 
 
-class _Node:
-    """One controller of the tree with its hardware unit, instance name and children."""
+class Top(wiring.Component):
+    """`pes` PEs of a compiled kernel (passes.Compiled) on `dram` channels; see the module doc."""
 
-    def __init__(self, ctrl, unit, name, children=()):
-        self.ctrl, self.unit, self.name, self.children = ctrl, unit, name, list(children)
-
-
-class KernelTop(wiring.Component):
-    """Hardware for a compiled kernel (passes.Compiled) under a DramConfig (see the module doc
-    for the ports)."""
-
-    def __init__(self, compiled, dram: DramConfig):
+    def __init__(self, compiled, dram: DramConfig, pes: int = 1):
+        if pes < 1:
+            raise ValueError("a top holds at least one PE")
+        self.compiled, self.dram = compiled, dram
+        self.pes = [PE(compiled, dram) for _ in range(pes)]
+        first = self.pes[0]
+        self.plans, self.word_bits, self.unit_names = first.plans, first.word_bits, first.unit_names
+        self.tag_bits = first.tag_bits
         prog = compiled.program
-        self.compiled = compiled
-        self.prog = prog
-        self.dram = dram
-        self.word_bits = word_bits(d.dtype for d in prog.drams)
-        self.plans = compiled.plans
-        self.loads, self.stores, self.pipes, self.loops = [], [], [], []
-        self.unit_names: list = []  # instance names of the controllers (load0, pipe1, ...)
-        self._depths = {}
-        for p in self.plans.values():
-            if p.owner is not None:
-                self._depths.setdefault(p.owner, set()).add(p.depth)
-        self.tree = self._units(prog.root, {})
-        addr = dram.addr_bits
         members = {"start": In(1), "done": Out(1), "busy": Out(1), "cycles": Out(64)}
         for p in prog.params:
             members[f"arg_{p.name}"] = In(dtype_shape(p.dtype))
         for d in prog.drams:
-            members[f"base_{d.name}"] = In(addr)
-        for s in prog.scalar_outs:
-            members[f"res_{s.name}"] = Out(dtype_shape(s.mem.dtype))
-        for g in prog.groups:
-            members[f"overflow_{g.name}"] = Out(1)
-        self.tag_bits = memchannel.tag_bits_for(max(1, len(self.loads)))
-        members["mem"] = Out(memchannel.channel(addr, self.word_bits, dram.words_per_cycle, self.tag_bits))
+            members[f"base_{d.name}"] = In(dram.addr_bits)
+        channel = memchannel.channel(dram.addr_bits, first.word_bits, dram.words_per_cycle, first.tag_bits)
+        for k in range(pes):
+            suffix = "" if pes == 1 else f"_{k}"
+            for s in prog.scalar_outs:
+                members[f"res_{s.name}{suffix}"] = Out(dtype_shape(s.mem.dtype))
+            for g in prog.groups:
+                members[f"overflow_{g.name}{suffix}"] = Out(1)
+            members[f"mem{suffix}"] = Out(channel)
         super().__init__(members)
 
-    # ---------------------------------------------------------------- tree of units
-
-    def _node(self, ctrl, unit, children=()) -> _Node:
-        assert ctrl.name.startswith(kind_of(ctrl)), "controllers are named by passes/names.py"
-        self.unit_names.append(ctrl.name)
-        return _Node(ctrl, unit, ctrl.name, children)
-
-    def _units(self, ctrl, outer: dict) -> _Node:
-        cfg = self.dram
-        if isinstance(ctrl, Loop):
-            if ctrl.meta:
-                unit = MetaLoop(ctrl.counters, len(ctrl.stages), self._depths.get(ctrl.name, ()))
-            else:
-                unit = SeqLoop(ctrl.counters, len(ctrl.stages))
-            self.loops.append(unit)
-            inner = {**outer, **{c.name: c.extent for c in ctrl.counters}}
-            node = self._node(ctrl, unit)
-            node.children = [self._units(s, inner) for s in ctrl.stages]
-            return node
-        if isinstance(ctrl, Parallel):
-            node = self._node(ctrl, ParallelUnit(len(ctrl.children)))
-            node.children = [self._units(s, outer) for s in ctrl.children]
-            return node
-        if isinstance(ctrl, Pipe):
-            params = {p.name: p.dtype for p in self.prog.params}
-            unit = PipeUnit(ctrl, self.compiled.pipe_plan(ctrl), outer, params, self.plans)
-            self.pipes.append(unit)
-            return self._node(ctrl, unit)
-        if isinstance(ctrl, Load):
-            unit = LoadUnit(ctrl, outer, cfg.words_per_cycle, self.word_bits, cfg.addr_bits)
-            self.loads.append(unit)
-            return self._node(ctrl, unit)
-        if isinstance(ctrl, Store):
-            plan = self.plans[ctrl.mem.name]
-            unit = StoreUnit(ctrl, outer, cfg.words_per_cycle, self.word_bits, cfg.addr_bits, plan.latency,
-                             spread=plan.registered_reads)
-            self.stores.append(unit)
-            return self._node(ctrl, unit)
-        raise TypeError(f"no hardware for {type(ctrl).__name__}")
-
-    def _group_writers(self) -> dict:
-        """Each group-by (loops.Group) -> (the pipe unit that fills it, its update port number)."""
-        out = {}
-        for unit in self.pipes:
-            for k, w in enumerate(unit.group_writes):
-                out[w.group] = (unit, k)
-        return out
-
-    # ---------------------------------------------------------------- elaboration
+    @property
+    def pe(self) -> PE:
+        """The first (with one PE, the only) PE."""
+        return self.pes[0]
 
     def elaborate(self, platform):
         m = Module()
-        args = {p.name: Signal(dtype_shape(p.dtype), name=f"arg_{p.name}_q") for p in self.prog.params}
-        bases = {d.name: Signal(self.dram.addr_bits, name=f"base_{d.name}_q") for d in self.prog.drams}
-        root_go = Signal()
+        prog = self.compiled.program
+        single = len(self.pes) == 1
+        for k, pe in enumerate(self.pes):
+            m.submodules[f"pe{k}"] = pe
+            suffix = "" if single else f"_{k}"
+            m.d.comb += pe.start.eq(self.start)
+            for p in prog.params:
+                m.d.comb += getattr(pe, f"arg_{p.name}").eq(getattr(self, f"arg_{p.name}"))
+            for d in prog.drams:
+                m.d.comb += getattr(pe, f"base_{d.name}").eq(getattr(self, f"base_{d.name}"))
+            for s in prog.scalar_outs:
+                m.d.comb += getattr(self, f"res_{s.name}{suffix}").eq(getattr(pe, f"res_{s.name}"))
+            for g in prog.groups:
+                m.d.comb += getattr(self, f"overflow_{g.name}{suffix}").eq(getattr(pe, f"overflow_{g.name}"))
+            memchannel.connect_flat(m, pe.mem, getattr(self, f"mem{suffix}"))
+        if single:
+            m.d.comb += [self.done.eq(self.pe.done), self.busy.eq(self.pe.busy), self.cycles.eq(self.pe.cycles)]
+            return m
+        all_done = Signal()
+        m.d.comb += all_done.eq(_all(pe.done for pe in self.pes))
         with m.If(self.start & ~self.busy):
-            m.d.sync += [args[n].eq(getattr(self, f"arg_{n}")) for n in args]
-            m.d.sync += [bases[n].eq(getattr(self, f"base_{n}")) for n in bases]
-            m.d.sync += [self.busy.eq(1), self.done.eq(0), self.cycles.eq(0), root_go.eq(1)]
-        with m.Else():
-            m.d.sync += root_go.eq(0)
+            m.d.sync += [self.busy.eq(1), self.done.eq(0), self.cycles.eq(0)]
+        with m.Elif(self.busy & all_done):
+            m.d.sync += [self.busy.eq(0), self.done.eq(1)]
         with m.If(self.busy):
             m.d.sync += self.cycles.eq(self.cycles + 1)
-        with m.If(self.tree.unit.done):
-            m.d.sync += [self.busy.eq(0), self.done.eq(1)]
-        m.d.comb += self.tree.unit.go.eq(root_go)
-
-        ports = {name: {"r": [], "w": []} for name in self.plans}  # mem -> ports (iface, lanes, reach, buf)
-
-        def buffer(mem, stages: dict):
-            plan = self.plans[mem.name]
-            if plan.depth == 1:
-                return None
-            unit, k = stages[plan.owner]
-            return unit.buffer_for(plan.depth, k)
-
-        def add(node: _Node, scope: dict, stages: dict):
-            unit = node.unit
-            m.submodules[node.name] = unit
-            for n in getattr(unit, "outer_used", ()):
-                m.d.comb += getattr(unit, f"ctr_{port_name(n)}").eq(scope[n])
-            if isinstance(unit, PipeUnit):
-                for n in unit.params_used:
-                    m.d.comb += getattr(unit, f"arg_{port_name(n)}").eq(args[n])
-                for k, spec in enumerate(unit.read_ports):
-                    ports[spec.mem.name]["r"].append((getattr(unit, f"r{k}"), len(spec.lanes), spec.reach, buffer(spec.mem, stages)))
-                for k, spec in enumerate(unit.write_ports):
-                    ports[spec.mem.name]["w"].append((getattr(unit, f"w{k}"), len(spec.lanes), spec.reach, buffer(spec.mem, stages)))
-            if isinstance(unit, (LoadUnit, StoreUnit)):
-                ctrl = node.ctrl
-                m.d.comb += unit.base.eq(bases[ctrl.dram.name])
-                shape = ctrl.mem.shape if isinstance(unit, LoadUnit) else ctrl.shape
-                reach = reach_banks(shape, self.dram.words_per_cycle, self.plans[ctrl.mem.name]) \
-                    if ctrl.mem.shape == shape else None
-                entry = (unit.port, unit.lanes, reach, buffer(ctrl.mem, stages))
-                ports[ctrl.mem.name]["w" if isinstance(unit, LoadUnit) else "r"].append(entry)
-                if isinstance(unit, StoreUnit) and ctrl.limit is not None:
-                    ports[ctrl.limit.mem.name]["r"].append((("limit", unit), 1, None, None))
-            for k, child in enumerate(node.children):
-                inner_scope, inner_stages = scope, stages
-                if isinstance(unit, (SeqLoop, MetaLoop)):
-                    inner_scope = {**scope, **{c.name: unit.counter_for(c.name, k) for c in unit.counters}}
-                    if isinstance(unit, MetaLoop):
-                        inner_stages = {**stages, node.ctrl.name: (unit, k)}
-                m.d.comb += child.unit.go.eq(getattr(unit, f"stage_go_{k}"))
-                m.d.comb += getattr(unit, f"stage_done_{k}").eq(child.unit.done)
-                add(child, inner_scope, inner_stages)
-
-        add(self.tree, {}, {})
-
-        for s in self.prog.scalar_outs:
-            ports[s.mem.name]["r"].append((("result", s.name), 1, None, None))
-
-        def connect_read(iface, port, mem):
-            if not isinstance(iface, tuple):
-                wiring.connect(m, iface, port)
-                return
-            # a scalar result, or the limit of a store: element 0
-            m.d.comb += [getattr(port, f"i0_{d}").eq(0) for d in range(max(1, len(mem.shape)))]
-            kind, target = iface
-            m.d.comb += (getattr(self, f"res_{target}") if kind == "result" else target.limit).eq(port.d0)
-
-        for g, (pipe, k) in self._group_writers().items():
-            reads = {role: [lanes for _, lanes, _, _ in ports[getattr(g, role).name]["r"]] for role in ROLES}
-            block = GroupMem(g, reads)
-            m.submodules[f"mem_{g.name}"] = block
-            wiring.connect(m, getattr(pipe, f"g{k}"), block.upd)
-            m.d.comb += getattr(self, f"overflow_{g.name}").eq(block.overflow)
-            for role in ROLES:
-                mem = getattr(g, role)
-                for k, (iface, _, _, _) in enumerate(ports[mem.name]["r"]):
-                    connect_read(iface, getattr(block, f"{role}_r{k}"), mem)
-
-        for mem in self.prog.mems:
-            plan = self.plans[mem.name]
-            if plan.kind == "group":
-                continue
-            reads, writes = ports[mem.name]["r"], ports[mem.name]["w"]
-            block = OnChipMem(plan, [(lanes, st) for _, lanes, st, _ in reads], [(lanes, st) for _, lanes, st, _ in writes])
-            m.submodules[f"mem_{mem.name}"] = block
-            for k, (iface, _, _, buf) in enumerate(reads):
-                port = getattr(block, f"r{k}")
-                connect_read(iface, port, mem)
-                if buf is not None:
-                    m.d.comb += getattr(block, f"r{k}_buf").eq(buf)
-            for k, (iface, _, _, buf) in enumerate(writes):
-                wiring.connect(m, iface, getattr(block, f"w{k}"))
-                if buf is not None:
-                    m.d.comb += getattr(block, f"w{k}_buf").eq(buf)
-
-        cfg = self.dram
-        arb = memchannel.Arbiter(len(self.loads), len(self.stores), cfg.addr_bits, self.word_bits, cfg.words_per_cycle)
-        m.submodules.arbiter = arb
-        for k, unit in enumerate(self.loads):
-            wiring.connect(m, unit.rd_req, getattr(arb, f"rd_req_{k}"))
-            wiring.connect(m, unit.rd_resp, getattr(arb, f"rd_resp_{k}"))
-        for k, unit in enumerate(self.stores):
-            wiring.connect(m, unit.wr, getattr(arb, f"wr_{k}"))
-            m.d.comb += unit.wr_sent.eq(getattr(arb, f"wr_sent_{k}"))
-        wiring.connect(m, arb.mem, wiring.flipped(self.mem))
         return m
+
+
+def _all(values):
+    out = 1
+    for v in values:
+        out = out & v
+    return out
