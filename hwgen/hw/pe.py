@@ -128,6 +128,19 @@ class PE(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        args, bases = self._control(m)
+        ports = {name: {"r": [], "w": []} for name in self.plans}  # mem -> ports (iface, lanes, reach, buf)
+        self._add(m, self.tree, {}, {}, ports, args, bases)
+        for s in self.prog.scalar_outs:
+            ports[s.mem.name]["r"].append((("result", s.name), 1, None, None))
+        self._group_memories(m, ports)
+        self._memories(m, ports)
+        self._arbiter(m)
+        return m
+
+    def _control(self, m) -> tuple:
+        """start / busy / done / cycles, and the registers sampling the scalar parameters and
+        the arrays' base addresses at start: (args, bases), name -> register."""
         args = {p.name: Signal(dtype_shape(p.dtype), name=f"arg_{p.name}_q") for p in self.prog.params}
         bases = {d.name: Signal(self.dram.addr_bits, name=f"base_{d.name}_q") for d in self.prog.drams}
         root_go = Signal()
@@ -142,62 +155,66 @@ class PE(wiring.Component):
         with m.If(self.tree.unit.done):
             m.d.sync += [self.busy.eq(0), self.done.eq(1)]
         m.d.comb += self.tree.unit.go.eq(root_go)
+        return args, bases
 
-        ports = {name: {"r": [], "w": []} for name in self.plans}  # mem -> ports (iface, lanes, reach, buf)
+    def _buffer(self, mem, stages: dict):
+        """The buffer select of `mem` for a unit in the metapipeline stages `stages` (None: one buffer)."""
+        plan = self.plans[mem.name]
+        if plan.depth == 1:
+            return None
+        unit, k = stages[plan.owner]
+        return unit.buffer_for(plan.depth, k)
 
-        def buffer(mem, stages: dict):
-            plan = self.plans[mem.name]
-            if plan.depth == 1:
-                return None
-            unit, k = stages[plan.owner]
-            return unit.buffer_for(plan.depth, k)
+    def _add(self, m, node: _Node, scope: dict, stages: dict, ports: dict, args: dict, bases: dict) -> None:
+        """Add the unit of `node` and its children, wire their go/done and counters, and list
+        their memory ports in `ports`. `scope`: counter name -> value; `stages`: metapipelined
+        loop name -> (its unit, the stage we are in)."""
+        unit = node.unit
+        m.submodules[node.name] = unit
+        for n in getattr(unit, "outer_used", ()):
+            m.d.comb += getattr(unit, f"ctr_{port_name(n)}").eq(scope[n])
+        if isinstance(unit, PipeUnit):
+            for n in unit.params_used:
+                m.d.comb += getattr(unit, f"arg_{port_name(n)}").eq(args[n])
+            for kind, specs in (("r", unit.read_ports), ("w", unit.write_ports)):
+                for k, spec in enumerate(specs):
+                    entry = (getattr(unit, f"{kind}{k}"), len(spec.lanes), spec.reach, self._buffer(spec.mem, stages))
+                    ports[spec.mem.name][kind].append(entry)
+        if isinstance(unit, (LoadUnit, StoreUnit)):
+            self._add_transfer(m, node, stages, ports, bases)
+        for k, child in enumerate(node.children):
+            inner_scope, inner_stages = scope, stages
+            if isinstance(unit, (SeqLoop, MetaLoop)):
+                inner_scope = {**scope, **{c.name: unit.counter_for(c.name, k) for c in unit.counters}}
+                if isinstance(unit, MetaLoop):
+                    inner_stages = {**stages, node.ctrl.name: (unit, k)}
+            m.d.comb += child.unit.go.eq(getattr(unit, f"stage_go_{k}"))
+            m.d.comb += getattr(unit, f"stage_done_{k}").eq(child.unit.done)
+            self._add(m, child, inner_scope, inner_stages, ports, args, bases)
 
-        def add(node: _Node, scope: dict, stages: dict):
-            unit = node.unit
-            m.submodules[node.name] = unit
-            for n in getattr(unit, "outer_used", ()):
-                m.d.comb += getattr(unit, f"ctr_{port_name(n)}").eq(scope[n])
-            if isinstance(unit, PipeUnit):
-                for n in unit.params_used:
-                    m.d.comb += getattr(unit, f"arg_{port_name(n)}").eq(args[n])
-                for k, spec in enumerate(unit.read_ports):
-                    ports[spec.mem.name]["r"].append((getattr(unit, f"r{k}"), len(spec.lanes), spec.reach, buffer(spec.mem, stages)))
-                for k, spec in enumerate(unit.write_ports):
-                    ports[spec.mem.name]["w"].append((getattr(unit, f"w{k}"), len(spec.lanes), spec.reach, buffer(spec.mem, stages)))
-            if isinstance(unit, (LoadUnit, StoreUnit)):
-                ctrl = node.ctrl
-                m.d.comb += unit.base.eq(bases[ctrl.dram.name])
-                shape = ctrl.mem.shape if isinstance(unit, LoadUnit) else ctrl.shape
-                reach = reach_banks(shape, self.dram.words_per_cycle, self.plans[ctrl.mem.name]) \
-                    if ctrl.mem.shape == shape else None
-                entry = (unit.port, unit.lanes, reach, buffer(ctrl.mem, stages))
-                ports[ctrl.mem.name]["w" if isinstance(unit, LoadUnit) else "r"].append(entry)
-                if isinstance(unit, StoreUnit) and ctrl.limit is not None:
-                    ports[ctrl.limit.mem.name]["r"].append((("limit", unit), 1, None, None))
-            for k, child in enumerate(node.children):
-                inner_scope, inner_stages = scope, stages
-                if isinstance(unit, (SeqLoop, MetaLoop)):
-                    inner_scope = {**scope, **{c.name: unit.counter_for(c.name, k) for c in unit.counters}}
-                    if isinstance(unit, MetaLoop):
-                        inner_stages = {**stages, node.ctrl.name: (unit, k)}
-                m.d.comb += child.unit.go.eq(getattr(unit, f"stage_go_{k}"))
-                m.d.comb += getattr(unit, f"stage_done_{k}").eq(child.unit.done)
-                add(child, inner_scope, inner_stages)
+    def _add_transfer(self, m, node: _Node, stages: dict, ports: dict, bases: dict) -> None:
+        """A tile load's or store's base address and its port on the tile memory."""
+        unit, ctrl = node.unit, node.ctrl
+        m.d.comb += unit.base.eq(bases[ctrl.dram.name])
+        shape = ctrl.mem.shape if isinstance(unit, LoadUnit) else ctrl.shape
+        reach = reach_banks(shape, self.dram.words_per_cycle, self.plans[ctrl.mem.name]) \
+            if ctrl.mem.shape == shape else None
+        entry = (unit.port, unit.lanes, reach, self._buffer(ctrl.mem, stages))
+        ports[ctrl.mem.name]["w" if isinstance(unit, LoadUnit) else "r"].append(entry)
+        if isinstance(unit, StoreUnit) and ctrl.limit is not None:
+            ports[ctrl.limit.mem.name]["r"].append((("limit", unit), 1, None, None))
 
-        add(self.tree, {}, {})
+    def _connect_read(self, m, iface, port, mem) -> None:
+        if not isinstance(iface, tuple):
+            wiring.connect(m, iface, port)
+            return
+        # a scalar result, or the limit of a store: element 0
+        m.d.comb += [getattr(port, f"i0_{d}").eq(0) for d in range(max(1, len(mem.shape)))]
+        kind, target = iface
+        m.d.comb += (getattr(self, f"res_{target}") if kind == "result" else target.limit).eq(port.d0)
 
-        for s in self.prog.scalar_outs:
-            ports[s.mem.name]["r"].append((("result", s.name), 1, None, None))
-
-        def connect_read(iface, port, mem):
-            if not isinstance(iface, tuple):
-                wiring.connect(m, iface, port)
-                return
-            # a scalar result, or the limit of a store: element 0
-            m.d.comb += [getattr(port, f"i0_{d}").eq(0) for d in range(max(1, len(mem.shape)))]
-            kind, target = iface
-            m.d.comb += (getattr(self, f"res_{target}") if kind == "result" else target.limit).eq(port.d0)
-
+    def _group_memories(self, m, ports: dict) -> None:
+        """The content-addressed memory of each group-by, with its reads and its pipe's updates."""
         for g, (pipe, k) in self._group_writers().items():
             reads = {role: [lanes for _, lanes, _, _ in ports[getattr(g, role).name]["r"]] for role in ROLES}
             block = GroupMem(g, reads)
@@ -206,9 +223,11 @@ class PE(wiring.Component):
             m.d.comb += getattr(self, f"overflow_{g.name}").eq(block.overflow)
             for role in ROLES:
                 mem = getattr(g, role)
-                for k, (iface, _, _, _) in enumerate(ports[mem.name]["r"]):
-                    connect_read(iface, getattr(block, f"{role}_r{k}"), mem)
+                for j, (iface, _, _, _) in enumerate(ports[mem.name]["r"]):
+                    self._connect_read(m, iface, getattr(block, f"{role}_r{j}"), mem)
 
+    def _memories(self, m, ports: dict) -> None:
+        """Every other on-chip memory, as its plan says, with its read and write ports."""
         for mem in self.prog.mems:
             plan = self.plans[mem.name]
             if plan.kind == "group":
@@ -217,8 +236,7 @@ class PE(wiring.Component):
             block = OnChipMem(plan, [(lanes, st) for _, lanes, st, _ in reads], [(lanes, st) for _, lanes, st, _ in writes])
             m.submodules[f"mem_{mem.name}"] = block
             for k, (iface, _, _, buf) in enumerate(reads):
-                port = getattr(block, f"r{k}")
-                connect_read(iface, port, mem)
+                self._connect_read(m, iface, getattr(block, f"r{k}"), mem)
                 if buf is not None:
                     m.d.comb += getattr(block, f"r{k}_buf").eq(buf)
             for k, (iface, _, _, buf) in enumerate(writes):
@@ -226,6 +244,8 @@ class PE(wiring.Component):
                 if buf is not None:
                     m.d.comb += getattr(block, f"w{k}_buf").eq(buf)
 
+    def _arbiter(self, m) -> None:
+        """The arbiter sharing the DRAM channel among the tile loads and stores."""
         cfg = self.dram
         arb = memchannel.Arbiter(len(self.loads), len(self.stores), cfg.addr_bits, self.word_bits, cfg.words_per_cycle)
         m.submodules.arbiter = arb
@@ -236,4 +256,3 @@ class PE(wiring.Component):
             wiring.connect(m, unit.wr, getattr(arb, f"wr_{k}"))
             m.d.comb += unit.wr_sent.eq(getattr(arb, f"wr_sent_{k}"))
         wiring.connect(m, arb.mem, wiring.flipped(self.mem))
-        return m
