@@ -7,17 +7,19 @@
     def dotproduct(a: hw.Array[int32, 1024], b: hw.Array[int32, 1024]) -> int32:
         return hw.sum(1024, lambda i: a[i] * b[i])
 
-The public names are fixed by SPEC.md; see README.md for a tour.
+For the public names, see README.md and docs/language.md.
 """
 
-from .dtypes import DType, bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64
+from .lang.dtypes import DType, bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64
 from .errors import CapacityError, HwgenError, MismatchError, ScheduleError, SimulationError, TraceError, TypeMismatchError, UnsupportedError
 from .kernel import Kernel, kernel
-from .signature import Array
-from .trace import argmax, argmin, emit, filter_ as filter, flatmap, full, groupby_fold, multifold, map_ as map, matmul, max_ as max, maximum, min_ as min, minimum, reduce, sum_ as sum, where, zeros
+from .lang.signature import Array
+from .lang.scalars import maximum, minimum, where
+from .lang.arrays import full, zeros
+from .lang.patterns import argmax, argmin, emit, filter_ as filter, flatmap, groupby_fold, multifold, map_ as map, matmul, max_ as max, min_ as min, reduce, sum_ as sum
 from .dram import DramConfig
-from .fixedpoint import Fixed, fixed
-from .mathfuncs import abs_ as abs, exp, log, sigmoid, sqrt
+from .lang.fixedpoint import Fixed, fixed
+from .lang.mathfuncs import abs_ as abs, exp, log, sigmoid, sqrt
 
 __all__ = [
     "Array", "CapacityError", "DType", "DramConfig", "Fixed", "abs", "argmax", "argmin", "exp", "fixed", "log", "multifold", "sigmoid", "sqrt", "emit", "filter", "flatmap", "groupby_fold", "HwgenError", "Kernel", "MismatchError", "ScheduleError",

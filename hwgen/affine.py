@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .dtypes import int64
+from .lang.dtypes import int64
 from .ir import Binary, Cast, Const, Expr, Index, Unary
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from .dram import DramConfig
 from .errors import CliError, HwgenError, Loc, MismatchError, show_path
 from .kernel import Kernel
-from .signature import check_args
+from .lang.signature import check_args
 
 
 class _Parser(argparse.ArgumentParser):

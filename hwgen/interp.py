@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import ir
-from .dtypes import DType, bool_, int64
+from .lang.dtypes import DType, bool_, int64
 from .errors import CapacityError
 
 CHUNK_ELEMENTS = 1 << 23

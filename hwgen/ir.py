@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Callable
 
-from .dtypes import DType, bool_, int64
+from .lang.dtypes import DType, bool_, int64
 from .errors import Loc
 
 ARITH = ("add", "sub", "mul", "floordiv", "mod", "and", "or", "xor", "shl", "shr", "max", "min")

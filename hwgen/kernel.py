@@ -13,9 +13,9 @@ import functools
 
 from . import interp
 from .errors import user_loc
-from .program import Program, trace_program
+from .lang.program import Program, trace_program
 from .schedule import Schedule
-from .signature import check_args, to_user
+from .lang.signature import check_args, to_user
 
 _UNSET = object()
 

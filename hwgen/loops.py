@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass, field
 
 from . import ir
-from .dtypes import DType
+from .lang.dtypes import DType
 
 
 @dataclass(frozen=True)

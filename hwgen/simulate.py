@@ -25,7 +25,7 @@ from .build import elaborate
 from .dram import DramConfig
 from .errors import HwgenError, MismatchError, SimulationError, user_loc
 from .loop_interp import overflow_error
-from .signature import check_args, to_user
+from .lang.signature import check_args, to_user
 
 _DRAM_V = Path(harness.__file__).with_name("dram.v")
 # simulation models of the device primitives a target's netlist instantiates (hw/device.py)

@@ -9,7 +9,7 @@ from conftest import PATTERNS, load_pattern
 from hwgen import ir, loop_interp
 from hwgen.loops import Load, Loop, Pipe, Store, walk
 from hwgen.passes.lower import lower
-from hwgen.signature import check_args, to_user
+from hwgen.lang.signature import check_args, to_user
 
 
 def pipe_runs(prog) -> int:

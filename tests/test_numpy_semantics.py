@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hwgen as hw
-from hwgen import dtypes, ir, trace
+from hwgen import ir
+from hwgen.lang import dtypes, scalars
 from hwgen.interp import Evaluator, Frame
 
 INTS = [hw.int8, hw.int16, hw.int32, hw.int64, hw.uint8, hw.uint16, hw.uint32, hw.uint64]
@@ -165,7 +166,7 @@ def _random_expression(draw, params):
         try:
             if kind == "bin":
                 op = draw(st.sampled_from(sorted(BINOPS) + ["max", "min"]))
-                v = trace.binary(op, a, b) if op in ("max", "min") else apply(op, a, b)
+                v = scalars.binary(op, a, b) if op in ("max", "min") else apply(op, a, b)
             elif kind == "cast":
                 v = a.astype(draw(st.sampled_from(INTS + [hw.bool_])))
             elif kind == "where":
@@ -192,8 +193,8 @@ def test_datapath_matches_golden_model(data):
 
     types = data.draw(st.lists(st.sampled_from(INTS), min_size=2, max_size=3))
     names = [f"p{k}" for k in range(len(types))]
-    params = [trace.Val(ir.Param(n, t)) for n, t in zip(names, types)]
-    expr = trace.const(_random_expression(data.draw, params)).expr
+    params = [scalars.Val(ir.Param(n, t)) for n, t in zip(names, types)]
+    expr = scalars.const(_random_expression(data.draw, params)).expr
     m = Module()
     sigs = {n: Signal(dtype_shape(t), name=n) for n, t in zip(names, types)}
     count = [0]

@@ -11,7 +11,7 @@ from kernelgen import random_kernel, random_schedule
 import hwgen as hw
 from hwgen import loop_interp
 from hwgen.build import loop_program
-from hwgen.signature import check_args
+from hwgen.lang.signature import check_args
 from hwgen_sim import runner
 
 

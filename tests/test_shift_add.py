@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import hwgen as hw
 from hwgen import ir, uint8, uint16
-from hwgen.dtypes import int64
+from hwgen.lang.dtypes import int64
 from hwgen import timing
 from hwgen.hw import dsp
 

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hwgen as hw
-from hwgen import ir, trace
+from hwgen import ir
+from hwgen.lang import scalars
 from hwgen import timing as tm
 from hwgen.interp import Evaluator, Frame
 from hwgen.ranges import value_range
@@ -22,7 +23,7 @@ INTS = [hw.int8, hw.int16, hw.int32, hw.int64, hw.uint8, hw.uint16, hw.uint32, h
 @given(st.sampled_from(INTS), st.integers(0, 63), st.integers(0, 2**32))
 def test_range_of_a_constant_right_shift_is_exact(dt, by, seed):
     by = by % dt.bits
-    x = trace.Val(ir.Param("x", dt))
+    x = scalars.Val(ir.Param("x", dt))
     node = (x >> by).expr
     lo, hi = value_range(node, {})
     assert (lo, hi) == (dt.min >> by, dt.max >> by)  # the ends are reached: x = min, x = max
@@ -33,7 +34,7 @@ def test_range_of_a_constant_right_shift_is_exact(dt, by, seed):
 
 
 def _shift(op, dt, mask=None):
-    x, y = trace.Val(ir.Param("x", dt)), trace.Val(ir.Param("y", dt))
+    x, y = scalars.Val(ir.Param("x", dt)), scalars.Val(ir.Param("y", dt))
     amount = y if mask is None else y & mask
     return (x << amount if op == "<<" else x >> amount).expr
 
@@ -43,7 +44,7 @@ def test_shifter_uses_only_the_amount_bits_its_range_needs():
     assert tm.shift_bits(_shift(">>", hw.int64, 31)) == (5, 0)  # 0..31: 5 bits, never past
     assert tm.shift_bits(_shift("<<", hw.int32, 40)) == (5, 1)  # 0..40 can pass 32: 5 bits and the test
     assert tm.shift_bits(_shift("<<", hw.int32, 3)) == (2, 0)
-    x = trace.Val(ir.Param("x", hw.int64))
+    x = scalars.Val(ir.Param("x", hw.int64))
     assert tm.shift_bits((x << 3).expr) is None  # a constant amount is wiring
 
 
@@ -70,7 +71,7 @@ def test_a_split_shifter_takes_its_operands_from_flipflops():
     """A shift of a split shift's result (mathfuncs._shift: << then >>) does not chain its
     high-bit multiplexers behind the first one's low-bit step: each input bit fans out to
     16 multiplexers, so the value is carried to the next stage first."""
-    x, y, z = (trace.Val(ir.Param(n, hw.int64)) for n in "xyz")
+    x, y, z = (scalars.Val(ir.Param(n, hw.int64)) for n in "xyz")
     first = (x << y).expr
     both = ir.Binary("shr", first, z.expr, hw.int64)
     timing = tm.schedule([both], reads=None)

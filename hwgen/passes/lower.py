@@ -21,12 +21,12 @@ import math
 
 from .. import ir
 from ..affine import Affine, to_affine
-from ..dtypes import bool_, int64
+from ..lang.dtypes import bool_, int64
 from ..errors import ScheduleError, UnsupportedError
 from ..loops import (AppendWrite, Counter, Dram, Group, GroupWrite, Load, Loop, LoopProgram, Mem, Parallel,
                      Pipe, ScalarOut, Store, Write, _expr_str)
-from ..program import Program
-from ..signature import raw_dtype
+from ..lang.program import Program
+from ..lang.signature import raw_dtype
 from .fuse import fuse
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .dtypes import DType, bool_, int8, int16, int32, int64
-from .errors import TypeMismatchError
+from ..errors import TypeMismatchError
 
 _STORAGE = {8: int8, 16: int16, 32: int32, 64: int64}
 
@@ -90,13 +90,13 @@ def is_fixed(v) -> bool:
 
 
 # ------------------------------------------------------------------ traced operations
-# (imports from trace are late: trace imports this module)
+# (scalars.py is imported late: it imports this module)
 
 
 def _tr():
-    from . import trace
+    from . import scalars
 
-    return trace
+    return scalars
 
 
 def raw_of(v, fx: Fixed):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .dtypes import DType, as_dtype, bool_
-from .errors import Loc, TraceError, TypeMismatchError
+from ..errors import Loc, TraceError, TypeMismatchError
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,20 @@
 """A traced kernel: its parameters, its results as IR nodes, and its index variables.
 
-`trace_program` runs the user's function once on symbolic arguments (see trace.py) and checks
-the results against the return annotation.
+`trace_program` runs the user's function once on symbolic arguments (see context.py, scalars.py,
+arrays.py and patterns.py) and checks the results against the return annotation.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import ir
+from .. import ir
 from .dtypes import DType
-from .errors import HwgenError, Loc, TraceError, TypeMismatchError, loc_from_traceback
+from ..errors import HwgenError, Loc, TraceError, TypeMismatchError, loc_from_traceback
 from .signature import ArrayType, Port, parse_params, parse_results, raw_dtype, result_names
-from .trace import ArrayVal, Trace, Val, _meet, const, tracing
+from .context import Trace, tracing
+from .scalars import Val, _meet, const
+from .arrays import ArrayVal
 
 
 @dataclass(frozen=True)

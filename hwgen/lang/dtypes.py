@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import TypeMismatchError
+from ..errors import TypeMismatchError
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class DType:
         return value
 
     def __call__(self, value):
-        from .trace import cast
+        from .scalars import cast
 
         return cast(value, self)
 

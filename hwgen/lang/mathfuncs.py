@@ -21,11 +21,12 @@ import math
 
 import numpy as np
 
-from . import ir, trace
+from .. import ir
 from .dtypes import int64
-from .errors import TypeMismatchError
+from ..errors import TypeMismatchError
 from .fixedpoint import Fixed, tag
-from .trace import ArrayVal, Val, binary, cast, elementwise, where
+from .scalars import Val, binary, cast, unary, where
+from .arrays import ArrayVal, elementwise
 
 G = 30  # fractional bits of table entries
 T = 6  # table steps per octave: 2**T
@@ -185,4 +186,4 @@ def abs_(x):
     """|x| (numpy's abs: the most negative value stays itself)."""
     if isinstance(x, ArrayVal):
         return elementwise(abs_, x)
-    return trace.unary("abs", x)
+    return unary("abs", x)
