@@ -10,10 +10,12 @@ import random
 from collections import deque
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from amaranth.sim import Simulator
 
 from hwgen.hw import device
-from hwgen.hw.link import Link
+from hwgen.hw.link import Link, LinkRx, LinkTx
 from hwgen.timing import (LINK_EXTRA, LINK_SKID, link_beat_latency, link_cycles, link_depth,
                           link_round_trip, link_send_cycle)
 
@@ -32,6 +34,7 @@ class Model:
         self.back = deque([0] * latency)
         self.skid, self.ram = deque(), deque()
         self.read_1 = self.read_2 = None  # beats read from the RAM one / two cycles ago
+        self.ram_writes = 0
 
     def outputs(self, i_valid: bool, o_ready: bool):
         o_valid = bool(self.skid)
@@ -64,6 +67,7 @@ class Model:
             self.skid.append(landing)
         if arriving is not None:
             (self.skid if bypass else self.ram).append(arriving)
+            self.ram_writes += not bypass
         self.read_2, self.read_1 = self.read_1, read
         assert len(self.skid) <= self.skid_cap
         assert len(self.skid) + len(self.ram) + (self.read_1 is not None) + (self.read_2 is not None) <= self.D
@@ -73,7 +77,7 @@ def _run(latency, depth, word_bits, words, beats, source, sink, seed=0, limit=No
     """Stream `beats` random beats through a Link; the source offers a new beat in cycle t only
     if source(t) (and holds it until taken), the sink is ready in cycle t if sink(t). Checks
     the design against Model every cycle. Returns (beats sent, beats received, cycle of each
-    send, cycle of each receive)."""
+    send, cycle of each receive, beats written to the receiver's RAM)."""
     dut = Link(word_bits=word_bits, words=words, latency=latency, depth=depth)
     model = Model(latency, dut.depth)
     rng = random.Random(seed)
@@ -123,7 +127,7 @@ def _run(latency, depth, word_bits, words, beats, source, sink, seed=0, limit=No
     sim.add_testbench(bench)
     sim.run()
     assert got == data[:len(got)]  # once, in order, unchanged
-    return data, got, sent_at, got_at
+    return data, got, sent_at, got_at, model.ram_writes
 
 
 def _random(p, seed):
@@ -132,16 +136,20 @@ def _random(p, seed):
 
 
 CASES = [  # latency, depth (None: link_depth), word_bits, words
-    (1, None, 32, 1), (2, None, 8, 2), (8, None, 32, 4), (20, None, 8, 1),
+    (0, None, 32, 1), (1, None, 32, 1), (2, None, 8, 2), (8, None, 32, 4), (20, None, 8, 1),
     (1, 2, 32, 2), (2, 3, 8, 1), (8, 5, 32, 1), (8, 18, 8, 4), (20, 7, 32, 2), (3, 1, 8, 1),
 ]
 
 
+@pytest.mark.parametrize("ready", [0.6, 0.3])
 @pytest.mark.parametrize("latency,depth,word_bits,words", CASES)
-def test_random_gaps_and_backpressure_match_the_model(latency, depth, word_bits, words):
-    data, got, _, _ = _run(latency, depth, word_bits, words, 150,
-                           _random(0.7, latency), _random(0.6, words + 7), seed=latency * 31 + words)
+def test_random_gaps_and_backpressure_match_the_model(latency, depth, word_bits, words, ready):
+    data, got, _, _, ram_writes = _run(latency, depth, word_bits, words, 150, _random(0.7, latency),
+                                       _random(ready, words + 7), seed=latency * 31 + words)
     assert got == data
+    d = depth or link_depth(latency)
+    if ready < 0.5 and d > LINK_SKID and d >= link_round_trip(latency):
+        assert ram_writes > 0  # the sender outruns the sink: the FIFO's RAM is in use
 
 
 @pytest.mark.parametrize("latency,words,word_bits", [(1, 1, 8), (8, 2, 32), (20, 4, 32)])
@@ -151,7 +159,7 @@ def test_a_long_stall_drops_nothing(latency, words, word_bits):
     cycle while the FIFO holds any."""
     depth = link_depth(latency)
     stall = range(20, 320)
-    data, got, sent_at, got_at = _run(latency, None, word_bits, words, 3 * depth + 40,
+    data, got, sent_at, got_at, _ = _run(latency, None, word_bits, words, 3 * depth + 40,
                                       lambda t: True, lambda t: t not in stall)
     assert got == data
     before = sum(1 for t in got_at if t < stall.start)
@@ -174,7 +182,8 @@ def test_throughput_and_latency_are_exact(latency, depth, words, word_bits):
     of N beats shows link_cycles(N) cycles after the first entered."""
     d = link_depth(latency) if depth is None else depth
     n = 4 * max(d, link_round_trip(latency)) + 5
-    _, got, sent_at, got_at = _run(latency, depth, word_bits, words, n, lambda t: True, lambda t: True)
+    _, got, sent_at, got_at, ram_writes = _run(latency, depth, word_bits, words, n, lambda t: True, lambda t: True)
+    assert ram_writes == 0
     t0 = sent_at[0]
     assert [t - t0 for t in sent_at] == [link_send_cycle(k, latency, d) for k in range(n)]
     assert [b - a for a, b in zip(sent_at, got_at)] == [link_beat_latency(latency)] * n
@@ -187,7 +196,7 @@ def test_throughput_and_latency_are_exact(latency, depth, words, word_bits):
 
 @pytest.mark.parametrize("latency", [1, 8])
 def test_source_gaps_with_a_ready_sink_keep_the_beat_latency(latency):
-    _, _, sent_at, got_at = _run(latency, None, 32, 1, 120, _random(0.5, 3), lambda t: True)
+    _, _, sent_at, got_at, _ = _run(latency, None, 32, 1, 120, _random(0.5, 3), lambda t: True)
     assert [b - a for a, b in zip(sent_at, got_at)] == [latency + LINK_EXTRA] * 120
 
 
@@ -218,3 +227,102 @@ def test_a_deep_fifo_is_block_ram_on_ecp5():
     with device.primitives("ecp5"):
         text = to_verilog(Link(32, 1, 100), "link_deep")  # depth 256
     assert text.count("DP16KD ") == 2  # 32 bits: two x18 blocks
+
+
+@pytest.mark.parametrize("latency,depth,words", [(2, None, 1), (8, 5, 2), (8, None, 4)])
+def test_sender_and_receiver_work_over_a_jittery_wire(latency, depth, words):
+    """LinkTx and LinkRx over a wire whose delay varies from beat to beat and credit to credit
+    (in order, at most one a cycle each way, as a channel model with jitter would be): still
+    every beat once, in order, unchanged, under random gaps and back-pressure, and never more
+    than D beats sent ahead of the credits that came back."""
+    from amaranth.hdl import Module
+
+    d = depth or link_depth(latency)
+    tx, rx = LinkTx(32, words, d, latency), LinkRx(32, words, d, latency)
+    top = Module()
+    top.submodules.tx, top.submodules.rx = tx, rx
+    rng = random.Random(latency + words)
+    data = [rng.getrandbits(32 * words) for _ in range(200)]
+    got, source, sink = [], _random(0.8, 1), _random(0.4, 2)
+
+    async def bench(ctx):
+        beats, credits = deque(), deque()  # (arrival cycle, beat) and arrival cycles on the wire
+        nxt, offering, sent, returned = 0, False, 0, 0
+        for t in range(20000):
+            if not offering and nxt < len(data) and source(t):
+                offering = True
+            ctx.set(tx.i.valid, offering)
+            ctx.set(tx.i.payload.as_value(), data[nxt] if offering else 0)
+            ready = sink(t)
+            ctx.set(rx.o.ready, ready)
+            here = bool(beats) and beats[0][0] == t
+            ctx.set(rx.link.valid, here)
+            ctx.set(rx.link.data.as_value(), beats.popleft()[1] if here else 0)
+            back = bool(credits) and credits[0] == t
+            if back:
+                credits.popleft()
+                returned += 1
+            ctx.set(tx.link.credit, back)
+            await ctx.delay(1e-9)
+            if ctx.get(tx.link.valid):
+                sent += 1
+                assert sent - returned <= d, t
+                last = beats[-1][0] if beats else t
+                beats.append((max(last + 1, t + latency + rng.randrange(6)), ctx.get(tx.link.data.as_value())))
+            if ctx.get(rx.link.credit):
+                last = credits[-1] if credits else t
+                credits.append(max(last + 1, t + latency + rng.randrange(6)))
+            if ctx.get(rx.o.valid) and ready:
+                got.append(ctx.get(rx.o.payload.as_value()))
+            if offering and ctx.get(tx.i.ready):
+                nxt, offering = nxt + 1, False
+            if len(got) == len(data):
+                break
+            await ctx.tick()
+
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert got == data
+
+
+def _model_run(latency, depth, beats, source, sink):
+    """The Model alone (no simulator): cycles of each send and each receive."""
+    model = Model(latency, depth)
+    sent_at, got_at, nxt, offering, t = [], [], 0, False, 0
+    while len(got_at) < beats:
+        if not offering and nxt < beats and source(t):
+            offering = True
+        ready = sink(t)
+        i_ready, o_valid, payload = model.outputs(offering, ready)
+        if o_valid and ready:
+            assert payload == len(got_at)
+            got_at.append(t)
+        if offering and i_ready:
+            sent_at.append(t)
+            model.step(nxt)
+            nxt, offering = nxt + 1, False
+        else:
+            model.step(None)
+        t += 1
+    return sent_at, got_at
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 30), st.integers(1, 80), st.integers(1, 200))
+def test_the_formulas_match_the_model(latency, depth, beats):
+    """timing.py's link formulas against the cycle model the hardware is checked against, over
+    many more latencies and depths than the simulator runs."""
+    sent_at, got_at = _model_run(latency, depth, beats, lambda t: True, lambda t: True)
+    assert [t - sent_at[0] for t in sent_at] == [link_send_cycle(k, latency, depth) for k in range(beats)]
+    assert got_at[-1] - sent_at[0] == link_cycles(beats, latency, depth)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 12), st.integers(1, 40), st.randoms(use_true_random=False))
+def test_the_model_never_overflows(latency, depth, rng):
+    """Under random gaps and stalls the model's FIFO never holds more than D beats nor its
+    output registers more than LINK_SKID (Model.step asserts both), and every beat arrives."""
+    sent_at, got_at = _model_run(latency, depth, 150, lambda t: rng.random() < 0.7, lambda t: rng.random() < 0.4)
+    assert len(got_at) == 150

@@ -80,7 +80,8 @@ class LinkTx(wiring.Component):
 
     It holds `depth` credits after reset. `i.ready` is high in a cycle where it holds a credit
     or a credit comes back on `link.credit` that cycle (an OR of two flip-flops: a registered
-    "has credits" flag and the wire's last credit register). A transfer on `i` in cycle t
+    "has credits" flag and the wire's last credit register, or with latency 0 the receiver's
+    credit). A transfer on `i` in cycle t
     spends a credit and drives `link.valid` (and the beat on `link.data`) in cycle t + 1, from
     flip-flops. Each cycle with `link.credit` high gives one credit back.
 
@@ -152,13 +153,15 @@ class LinkRx(wiring.Component):
     per beat the PE takes.
 
     The FIFO's head is min(depth, LINK_SKID) output registers (`o.payload` is one of them
-    through a multiplexer; `o.valid` is "the registers hold a beat"). A deeper FIFO also has a
-    block RAM (hw/bram.py: read data two cycles after the address) of `depth` beats behind
-    them (a power of two fills its address range).
+    through an and-or multiplexer; `o.valid` is "the registers hold a beat"). A FIFO deeper
+    than LINK_SKID also has a RAM of `depth` beats behind them (hw/bram.py's BlockRam: read
+    data two cycles after the address; DP16KD blocks on ECP5 from 128 beats deep, LUT RAM
+    below; a power-of-two depth fills its address range).
 
     A beat on `link` in cycle t goes straight into the output registers, shown on `o` from
-    cycle t + 1, when the RAM is empty, no read of it is in flight and the registers hold
-    fewer than LINK_SKID beats (so always while the PE takes beats as they come). Otherwise it
+    cycle t + 1, when there is no RAM, or the RAM is empty, no read of it is in flight and the
+    registers hold fewer than LINK_SKID beats (so always while the PE takes beats as they
+    come). Otherwise it
     is written to the RAM: the RAM is read whenever it holds beats and the output registers
     plus the reads in flight hold fewer than LINK_SKID, and a read in cycle u lands in the
     output registers for cycle u + 3 (shown at the earliest in t + 4). LINK_SKID = 4 registers
@@ -199,6 +202,9 @@ class LinkRx(wiring.Component):
         if self.depth > skid:
             ram = BlockRam(width, self.depth, 1, "ram")
             ram.elaborate_into(m)
+            # the RAM never reads the entry written in the same cycle (which a DP16KD does not
+            # promise): a read needs level != 0, which counts earlier writes only, and the
+            # sender's credits keep level < depth when a beat arrives, so wptr != rptr then
             level = Signal(range(self.depth + 1))  # beats in the RAM not yet read
             wptr, rptr = Signal(range(self.depth)), Signal(range(self.depth))
             read_1, read_2 = Signal(), Signal()  # a read issued one / two cycles ago
