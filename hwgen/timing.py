@@ -8,6 +8,9 @@ Fixed costs of the controllers and transfer units:
     STORE_EXTRA   a tile store's cycles beyond its beats and its memory's read latency
     JOIN_EXTRA    a Parallel's cycles beyond its slowest child (its registered done)
     beats_of      DRAM beats that move a tile
+    LINK_EXTRA    a link beat's cycles beyond the wire's latency (link_beat_latency); the credit
+                  round trip, default FIFO depth and send times of a link (link_round_trip,
+                  link_depth, link_send_cycle, link_cycles): hw/link.py
 
 Pipeline timing of a Pipe's datapath: at which stage each expression node is computed. Scheduling is as-soon-as-possible with
 chaining: a node is computed in the stage of its latest operand unless the combinational
@@ -36,6 +39,47 @@ LOAD_EXTRA = 5  # a load's cycles beyond its beats and the DRAM latency
 STORE_EXTRA = 4  # a store's cycles beyond its beats and its memory's read latency
 JOIN_EXTRA = 1  # a Parallel's cycles beyond its slowest child (its registered done)
 FANOUT = 4  # lanes that one register of a shared value drives
+
+
+LINK_EXTRA = 2  # a link beat's cycles beyond the wire's latency: the sender's register, the receiver's FIFO register
+LINK_SKID = 4  # registers at a link receiver's output (hw/link.py): a deeper FIFO keeps the rest in a RAM behind them
+
+
+def link_round_trip(latency: int) -> int:
+    """Cycles from a link sender spending a credit to using it again, when the receiver's
+    consumer takes each beat as soon as it is shown: the beat's trip (latency + LINK_EXTRA)
+    plus the credit's trip back (latency). A receive FIFO of at least this many beats keeps
+    the link at one beat per cycle."""
+    return 2 * latency + LINK_EXTRA
+
+
+def link_beat_latency(latency: int) -> int:
+    """Cycles from a beat's transfer into a link's sender to the first cycle the receiver
+    shows it, when the receiver's FIFO is empty (or holds only beats its consumer takes as
+    they come)."""
+    return latency + LINK_EXTRA
+
+
+def link_depth(latency: int) -> int:
+    """The default receive FIFO depth of a link: the smallest power of two that covers the
+    credit round trip (a power of two fills a block RAM's address range)."""
+    need = link_round_trip(latency)
+    return 1 << (need - 1).bit_length()
+
+
+def link_send_cycle(k: int, latency: int, depth: int) -> int:
+    """The cycle (after the first beat's) in which beat k enters a link's sender, when the
+    sender always has a beat and the receiver's consumer is always ready: one beat per cycle
+    when depth >= link_round_trip(latency); else bursts of `depth` beats, one burst per round
+    trip (depth beats per link_round_trip(latency) cycles)."""
+    return k + (k // depth) * max(0, link_round_trip(latency) - depth)
+
+
+def link_cycles(beats: int, latency: int, depth: int) -> int:
+    """The cycle (after the first beat's transfer into the sender) in which the receiver shows
+    the last of `beats` beats, under link_send_cycle's conditions: at full rate
+    link_beat_latency(latency) + beats - 1."""
+    return link_send_cycle(beats - 1, latency, depth) + link_beat_latency(latency)
 
 
 def beats_of(shape, words: int) -> int:
