@@ -98,7 +98,10 @@ def test_show_ir(capsys, tmp_path):
     code, out, _ = run(["build", path, "--out", str(tmp_path / "rtl"), "--show-ir"], capsys)
     assert code == 0
     assert "input x -> map0[i<8]" in out and "map0[i<8] -> result out" in out
-    assert "store out_tile" in out
+    steps = [line.split(" (")[0] for line in out.splitlines() if line.startswith("== after ")]
+    assert steps == ["== after " + n for n in ("lower", "hoist", "metapipeline", "name", "memplan", "pipeplan",
+                                               "hardware and verilog")]
+    assert "store store0 out_tile" in out  # controllers carry their instance names
 
 
 @pytest.mark.rtl

@@ -23,7 +23,6 @@ after each step, with the time it took.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from dataclasses import dataclass, field
 
@@ -114,4 +113,4 @@ def log_step(name: str, seconds: float, text: str = "") -> None:
 
 
 def _log(name: str, seconds: float, text: str) -> None:
-    print(f"== after {name} ({seconds * 1000:.1f} ms) ==" + (f"\n{text}" if text else ""), file=sys.stderr)
+    print(f"== after {name} ({seconds * 1000:.1f} ms) ==" + (f"\n{text}" if text else ""), flush=True)
