@@ -49,79 +49,91 @@ class Prediction:
 def predict(compiled, dram: DramConfig) -> Prediction:
     """Cycles of a `passes.Compiled` kernel on `dram`; the report's tree is labelled with
     each controller's instance name."""
-    prog, plans = compiled.program, compiled.plans
-    pipe_work: dict = {}
-    lanes = 1
-
-    def cycles(c, trips: int) -> tuple:
-        """(cycles, report dict) of controller `c`, run `trips` times in all."""
-        nonlocal lanes
-        if isinstance(c, Pipe):
-            latency = compiled.pipe_plan(c).latency
-            pipe_work[c.name] = pipe_work.get(c.name, 0) + trips * c.iterations
-            lanes = max(lanes, math.prod(k.par for k in c.counters))
-            n = c.iterations + latency + 1
-            return n, {"pipe": [k.name for k in c.counters], "iterations": c.iterations,
-                       "lanes": math.prod(k.par for k in c.counters), "latency": latency, "cycles": n}
-        if isinstance(c, Load):
-            beats = beats_of(c.mem.shape, dram.words_per_cycle)
-            n = beats + dram.latency + LOAD_EXTRA
-            return n, {"load": c.dram.name, "beats": beats, "cycles": n}
-        if isinstance(c, Store):
-            beats = beats_of(c.shape, dram.words_per_cycle)
-            n = beats + plans[c.mem.name].latency + STORE_EXTRA
-            return n, {"store": c.dram.name, "beats": beats, "cycles": n}
-        if isinstance(c, Parallel):
-            kids = [named(k, trips) for k in c.children]
-            if all(isinstance(k, Load) for k in c.children):
-                beats = sum(beats_of(k.mem.shape, dram.words_per_cycle) for k in c.children)
-                n = beats + dram.latency + LOAD_EXTRA + JOIN_EXTRA
-            else:
-                n = max(k[0] for k in kids) + JOIN_EXTRA
-            return n, {"parallel": [k[1] for k in kids], "cycles": n}
-        if isinstance(c, Loop):
-            it = c.iterations
-            kids = [named(k, trips * it) for k in c.stages]
-            durations = [k[0] for k in kids]
-            if c.meta:
-                S = len(durations)
-                reads = [channel_beats(k, Load) for k in c.stages]
-                writes = [channel_beats(k, Store) for k in c.stages]
-                n = 1
-                for step in range(it + S - 1):
-                    active = [s for s in range(S) if 0 <= step - s < it]
-                    slowest = max(durations[s] for s in active)
-                    # transfers in different stages share the channel's one request per cycle
-                    r = [reads[s] for s in active if reads[s]]
-                    w = [writes[s] for s in active if writes[s]]
-                    if len(r) > 1:
-                        slowest = max(slowest, sum(r) + dram.latency + LOAD_EXTRA)
-                    if len(w) > 1:
-                        slowest = max(slowest, sum(w) + STORE_EXTRA)
-                    n += slowest + 1
-            else:
-                n = 1 + it * sum(d + 1 for d in durations)
-            return n, {"loop": [k.name for k in c.counters], "iterations": it,
-                       "metapipeline": c.meta, "stages": [k[1] for k in kids], "cycles": n}
-        raise TypeError(type(c).__name__)
-
-    def channel_beats(c, kind) -> int:
-        """DRAM beats that Loads (or Stores) of controller `c` move in one run of it."""
-        if isinstance(c, kind):
-            return beats_of(c.mem.shape if kind is Load else c.shape, dram.words_per_cycle)
-        if isinstance(c, Parallel):
-            return sum(channel_beats(k, kind) for k in c.children)
-        if isinstance(c, Loop):
-            return c.iterations * sum(channel_beats(k, kind) for k in c.stages)
-        return 0
-
-    def named(c, trips):
-        n, entry = cycles(c, trips)
-        return n, {"unit": c.name, **entry}
-
-    root, tree = named(prog.root, 1)
-    compute = max(pipe_work.values(), default=0)
+    model = _Model(compiled, dram)
+    prog = compiled.program
+    root, tree = model.named(prog.root, 1)
+    compute = max(model.pipe_work.values(), default=0)
     read_words = sum(d.size for d in prog.drams if d.role == "in")
     write_words = sum(d.size for d in prog.drams if d.role == "out")
     memory = math.ceil(max(read_words, write_words) / dram.words_per_cycle)
-    return Prediction(root + 1, max(compute, memory), compute, memory, lanes, tree)
+    return Prediction(root + 1, max(compute, memory), compute, memory, model.lanes, tree)
+
+
+class _Model:
+    """The formulas of the module doc, one method per controller kind. Each returns (cycles,
+    report dict) of a controller run `trips` times in all (trips count a pipe's work)."""
+
+    def __init__(self, compiled, dram: DramConfig):
+        self.compiled, self.dram, self.words = compiled, dram, dram.words_per_cycle
+        self.pipe_work: dict = {}  # pipe name -> issue cycles over the whole kernel
+        self.lanes = 1
+
+    def named(self, c, trips: int) -> tuple:
+        kind = {Pipe: self.pipe, Load: self.load, Store: self.store, Parallel: self.parallel, Loop: self.loop}
+        n, entry = kind[type(c)](c, trips)
+        return n, {"unit": c.name, **entry}
+
+    def pipe(self, c: Pipe, trips: int) -> tuple:
+        latency = self.compiled.pipe_plan(c).latency
+        self.pipe_work[c.name] = self.pipe_work.get(c.name, 0) + trips * c.iterations
+        lanes = math.prod(k.par for k in c.counters)
+        self.lanes = max(self.lanes, lanes)
+        n = c.iterations + latency + 1
+        return n, {"pipe": [k.name for k in c.counters], "iterations": c.iterations,
+                   "lanes": lanes, "latency": latency, "cycles": n}
+
+    def load(self, c: Load, trips: int) -> tuple:
+        beats = beats_of(c.mem.shape, self.words)
+        n = beats + self.dram.latency + LOAD_EXTRA
+        return n, {"load": c.dram.name, "beats": beats, "cycles": n}
+
+    def store(self, c: Store, trips: int) -> tuple:
+        beats = beats_of(c.shape, self.words)
+        n = beats + self.compiled.plans[c.mem.name].latency + STORE_EXTRA
+        return n, {"store": c.dram.name, "beats": beats, "cycles": n}
+
+    def parallel(self, c: Parallel, trips: int) -> tuple:
+        kids = [self.named(k, trips) for k in c.children]
+        if all(isinstance(k, Load) for k in c.children):  # loads share one request per cycle
+            beats = sum(beats_of(k.mem.shape, self.words) for k in c.children)
+            n = beats + self.dram.latency + LOAD_EXTRA + JOIN_EXTRA
+        else:
+            n = max(k[0] for k in kids) + JOIN_EXTRA
+        return n, {"parallel": [k[1] for k in kids], "cycles": n}
+
+    def loop(self, c: Loop, trips: int) -> tuple:
+        it = c.iterations
+        kids = [self.named(k, trips * it) for k in c.stages]
+        durations = [k[0] for k in kids]
+        n = self.metapipeline(c, durations) if c.meta else 1 + it * sum(d + 1 for d in durations)
+        return n, {"loop": [k.name for k in c.counters], "iterations": it,
+                   "metapipeline": c.meta, "stages": [k[1] for k in kids], "cycles": n}
+
+    def metapipeline(self, c: Loop, durations: list) -> int:
+        """1 + sum over steps of (slowest active stage + 1); stages of one step that all move
+        data share the channel's one request per cycle each way."""
+        it, S = c.iterations, len(durations)
+        reads = [self.channel_beats(k, Load) for k in c.stages]
+        writes = [self.channel_beats(k, Store) for k in c.stages]
+        n = 1
+        for step in range(it + S - 1):
+            active = [s for s in range(S) if 0 <= step - s < it]
+            slowest = max(durations[s] for s in active)
+            r = [reads[s] for s in active if reads[s]]
+            w = [writes[s] for s in active if writes[s]]
+            if len(r) > 1:
+                slowest = max(slowest, sum(r) + self.dram.latency + LOAD_EXTRA)
+            if len(w) > 1:
+                slowest = max(slowest, sum(w) + STORE_EXTRA)
+            n += slowest + 1
+        return n
+
+    def channel_beats(self, c, kind) -> int:
+        """DRAM beats that Loads (or Stores) of controller `c` move in one run of it."""
+        if isinstance(c, kind):
+            return beats_of(c.mem.shape if kind is Load else c.shape, self.words)
+        if isinstance(c, Parallel):
+            return sum(self.channel_beats(k, kind) for k in c.children)
+        if isinstance(c, Loop):
+            return c.iterations * sum(self.channel_beats(k, kind) for k in c.stages)
+        return 0
