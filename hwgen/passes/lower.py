@@ -55,7 +55,7 @@ class _Lowerer:
         drams = list(self.inputs.values())
         scalar_outs = []
         for result in self.program.results:
-            node = fuse(result.node)
+            node = ir.unique_binders(fuse(result.node))
             if isinstance(node, ir.Map):
                 dram = Dram(result.port.name, node.dtype, node.shape, "out")
                 drams.append(dram)
@@ -86,15 +86,22 @@ class _Lowerer:
         self.mems.append(mem)
         return mem
 
+    def tile(self, d: ir.Dim, default: int = 1) -> int:
+        """The schedule's tile size of `d` (a renamed copy of an index shares its schedule)."""
+        return self.tiles.get(ir.schedule_name(d.name), default)
+
+    def lanes(self, d: ir.Dim) -> int:
+        return self.par.get(ir.schedule_name(d.name), 1)
+
     def split(self, dims, whole: bool = False) -> tuple:
         """Strip-mine `dims`: (outer counters, local counters, name -> global index Expr).
         Untiled dims have tiles of 1, or of their whole extent when `whole`."""
         outer, local, sub = [], [], {}
         for d in dims:
-            t = self.tiles.get(d.name, d.extent if whole else 1)
+            t = self.tile(d, d.extent if whole else 1)
             tiles = d.extent // t
             o = Counter(d.name if t == 1 else f"{d.name}.t", tiles) if tiles > 1 else None
-            li = Counter(d.name if tiles == 1 else f"{d.name}.l", t, self.par.get(d.name, 1)) if t > 1 else None
+            li = Counter(d.name if tiles == 1 else f"{d.name}.l", t, self.lanes(d)) if t > 1 else None
             terms = {}
             if o is not None:
                 outer.append(o)
@@ -122,7 +129,7 @@ class _Lowerer:
         stages: list = []
         expr = self.extract(ir.subst_indices(node.body, sub), local, stages)
         expr = self.tile_reads(expr, stages)
-        tile_shape = tuple(self.tiles.get(d.name, 1) for d in node.dims)
+        tile_shape = tuple(self.tile(d) for d in node.dims)
         local_idx = self.local_index(node.dims, local)
         squeezed = tuple(i for i in local_idx if isinstance(i, ir.Index))
         if (isinstance(expr, ir.MemRead) and expr.idx == squeezed
@@ -133,7 +140,7 @@ class _Lowerer:
             stages.append(Pipe(tuple(local), (Write(out, local_idx, expr),)))
         origin = []
         for d in node.dims:
-            t = self.tiles.get(d.name, 1)
+            t = self.tile(d)
             o = next((c for c in outer if c.name in (d.name, f"{d.name}.t")), None)
             origin.append(Affine.of({o.name: t}, 0).to_expr() if o else ir.Const(0, int64))
         stages.append(Store(out, dram, tuple(origin), tile_shape))
@@ -211,9 +218,10 @@ class _Lowerer:
         self.init_fold(acc, node.init)
         outer, local, sub = self.split(node.dims)
         for d in node.sdims:  # a slice is walked inside the pipe, whole
-            if self.tiles.get(d.name, d.extent) != d.extent:
+            if self.tile(d, d.extent) != d.extent:
                 raise ScheduleError(
-                    f"index '{d.name}' walks a slice of a multifold's accumulator inside one pipe; "
+                    f"index '{ir.schedule_name(d.name)}' walks a slice of a multifold's accumulator "
+                    f"inside one pipe; "
                     f"tile it by its whole extent ({d.extent}) or leave it out of the schedule", node.loc)
         _, slices, ssub = self.split(node.sdims, whole=True)
         sub = {**sub, **ssub}
@@ -245,9 +253,9 @@ class _Lowerer:
                                    "make it a separate result", node.loc)
         what = "hw.groupby_fold" if node.kind == "group" else "hw.filter / hw.flatmap"
         for d in node.dims:
-            if self.par.get(d.name, 1) > 1:
-                raise ScheduleError(f"{what} takes one element per cycle; par on '{d.name}' is not "
-                                    f"supported", node.loc)
+            if self.lanes(d) > 1:
+                raise ScheduleError(f"{what} takes one element per cycle; par on "
+                                    f"'{ir.schedule_name(d.name)}' is not supported", node.loc)
         if node.capacity > self.FOLD_LIMIT:
             raise UnsupportedError(f"{what} keeps its results on chip; {node.capacity} is more than "
                                    f"the {self.FOLD_LIMIT} supported", node.loc)
@@ -282,7 +290,7 @@ class _Lowerer:
         if isinstance(init, ir.Input):
             self.top.append(Load(self.inputs[init.name], acc, tuple(ir.Const(0, int64) for _ in init.shape)))
             return
-        init = fuse(init)
+        init = ir.unique_binders(fuse(init))
         outer, local, sub = self.split(init.dims, whole=True)
         stages: list = []
         body = self.extract(ir.subst_indices(init.body, sub), local, stages)
@@ -334,16 +342,17 @@ class _Lowerer:
             return
         split_before = None
         for d in r.dims:
-            t = self.tiles.get(d.name, 1)
+            t = self.tile(d)
             if split_before is not None and d.extent // t > 1:
+                before, name = ir.schedule_name(split_before.name), ir.schedule_name(d.name)
                 raise ScheduleError(
-                    f"the custom reduce op folds in index order, but tiling '{split_before}' by "
-                    f"{self.tiles[split_before]} and also splitting '{d.name}' into tiles would "
-                    f"visit the indices tile by tile; tile '{d.name}' by its whole extent "
-                    f"({d.extent}), or leave '{split_before}' untiled", r.loc
+                    f"the custom reduce op folds in index order, but tiling '{before}' by "
+                    f"{self.tile(split_before)} and also splitting '{name}' into tiles would "
+                    f"visit the indices tile by tile; tile '{name}' by its whole extent "
+                    f"({d.extent}), or leave '{before}' untiled", r.loc
                 )
             if t > 1 and split_before is None:
-                split_before = d.name
+                split_before = d
 
     # -------------------------------------------------------------- tiles
 
