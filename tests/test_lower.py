@@ -165,3 +165,56 @@ def test_a_helper_nested_in_itself():
     for tiles in ({}, {"i": 2}, {"i": 8}):
         got, _ = run_lowered(nested, (x,), tiles)
         assert got == want, tiles
+
+
+# ---------------------------------------------------------------- patterns that keep index order
+
+M, N = 8, 6
+
+
+def order_kernels():
+    """(kernel, args) of each pattern whose result depends on the order of its 2-D domain."""
+    @hw.kernel
+    def positives(x: hw.Array[int32, M, N]):
+        return hw.filter((M, N), lambda i, j: x[i, j] > 0)
+
+    @hw.kernel
+    def emits(x: hw.Array[int32, M, N]):
+        return hw.flatmap((M, N), lambda i, j: (hw.emit(x[i, j], when=x[i, j] > 0),
+                                                hw.emit(-x[i, j], when=x[i, j] < -3)), max_out=2)
+
+    @hw.kernel
+    def groups(x: hw.Array[int32, M, N]):
+        return hw.groupby_fold((M, N), lambda i, j: (x[i, j] % 5, x[i, j]), max_keys=8)
+
+    @hw.kernel
+    def last_positive(x: hw.Array[int32, M, N], z: hw.Array[int32, 2]):
+        return hw.multifold((M, N), z, lambda i, j: (j % 2, x[i, j]), op=lambda p, q: hw.where(q > 0, q, p))
+
+    x = np.random.default_rng(0).integers(-5, 6, (M, N)).astype(np.int32)
+    z = np.zeros(2, np.int32)
+    return [(positives, (x,)), (emits, (x,)), (groups, (x,)), (last_positive, (x, z))]
+
+
+LEGAL_ORDER_TILES = [{}, {"i": 4, "j": 6}, {"j": 2}, {"i": 8, "j": 6}]
+
+
+def test_index_order_patterns_keep_their_order():
+    for kernel, args in order_kernels():
+        want = kernel(*args)
+        for tiles in LEGAL_ORDER_TILES:
+            got, _ = run_lowered(kernel, args, tiles)
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w, err_msg=f"{kernel.name} {tiles}")
+        with pytest.raises(hw.ScheduleError):
+            lower(kernel.program, {"i": 4, "j": 2})
+
+
+def test_builtin_multifold_ignores_index_order():
+    @hw.kernel
+    def sums(x: hw.Array[int32, M, N], z: hw.Array[int32, 2]):
+        return hw.multifold((M, N), z, lambda i, j: (j % 2, x[i, j]))
+
+    x = np.arange(M * N, dtype=np.int32).reshape(M, N)
+    got, _ = run_lowered(sums, (x, np.zeros(2, np.int32)), {"i": 4, "j": 2})
+    np.testing.assert_array_equal(got, [x[:, ::2].sum(), x[:, 1::2].sum()])

@@ -3,7 +3,9 @@
 import numpy as np
 import pytest
 
-from test_lower import mlp, mlp_args, mlp_numpy
+import hwgen as hw
+
+from test_lower import mlp, mlp_args, mlp_numpy, order_kernels
 
 pytestmark = pytest.mark.rtl
 
@@ -17,3 +19,13 @@ def test_helper_called_twice_in_verilator(schedule):
     x, w = mlp_args(2)
     r = kernel.verify(x, w)
     np.testing.assert_array_equal(r.outputs, mlp_numpy(x, w))
+
+
+@pytest.mark.parametrize("k", range(4))
+def test_index_order_patterns_in_verilator(k):
+    kernel, args = order_kernels()[k]
+    with pytest.raises(hw.ScheduleError):  # once wrong hardware: the domain visited tile by tile
+        kernel.with_schedule(tile={"i": 4, "j": 2}).verify(*args)
+    r = kernel.with_schedule(tile={"i": 4, "j": 6}).verify(*args)  # the inner index whole: index order
+    for g, w in zip(r.outputs, kernel(*args)):
+        np.testing.assert_array_equal(g, w)

@@ -223,6 +223,8 @@ class _Lowerer:
                     f"index '{ir.schedule_name(d.name)}' walks a slice of a multifold's accumulator "
                     f"inside one pipe; "
                     f"tile it by its whole extent ({d.extent}) or leave it out of the schedule", node.loc)
+        if node.op.expr is not None:
+            self.check_index_order(node.dims, "the custom multifold op folds in index order", node.loc)
         _, slices, ssub = self.split(node.sdims, whole=True)
         sub = {**sub, **ssub}
         stages: list = []
@@ -259,6 +261,9 @@ class _Lowerer:
         if node.capacity > self.FOLD_LIMIT:
             raise UnsupportedError(f"{what} keeps its results on chip; {node.capacity} is more than "
                                    f"the {self.FOLD_LIMIT} supported", node.loc)
+        self.check_index_order(node.dims, "hw.groupby_fold orders its groups by first appearance in index order"
+                               if node.kind == "group" else "hw.filter / hw.flatmap keeps its values in index order",
+                               node.loc)
         count = self.new_mem("count", int64, (), "a count", node.loc)
         if node.kind == "group":
             part = ir.Part(node, "values")
@@ -335,21 +340,25 @@ class _Lowerer:
         return acc, [self.loop(outer, stages)]
 
     def check_fold_order(self, r: ir.Reduce) -> None:
+        """Builtin ops do not care about the order of a fold (they commute); a custom op is
+        only promised associativity."""
+        if r.op.expr is not None:
+            self.check_index_order(r.dims, "the custom reduce op folds in index order", r.loc)
+
+    def check_index_order(self, dims, what: str, loc) -> None:
         """Tiles visit a multi-dimensional domain tile by tile, which is its row-major order
-        only if no dimension after a split one is itself split into several tiles. Builtin
-        ops do not care (they commute); a custom op is only promised associativity."""
-        if r.op.expr is None:
-            return
+        only if no dimension after a split one is itself split into several tiles. `what` (a
+        pattern that needs index order: a custom fold op, a filter's values, a group-by's keys)
+        gets a ScheduleError otherwise."""
         split_before = None
-        for d in r.dims:
+        for d in dims:
             t = self.tile(d)
             if split_before is not None and d.extent // t > 1:
                 before, name = ir.schedule_name(split_before.name), ir.schedule_name(d.name)
                 raise ScheduleError(
-                    f"the custom reduce op folds in index order, but tiling '{before}' by "
-                    f"{self.tile(split_before)} and also splitting '{name}' into tiles would "
-                    f"visit the indices tile by tile; tile '{name}' by its whole extent "
-                    f"({d.extent}), or leave '{before}' untiled", r.loc
+                    f"{what}, but tiling '{before}' by {self.tile(split_before)} and also "
+                    f"splitting '{name}' into tiles would visit the indices tile by tile; tile "
+                    f"'{name}' by its whole extent ({d.extent}), or leave '{before}' untiled", loc
                 )
             if t > 1 and split_before is None:
                 split_before = d
