@@ -427,17 +427,18 @@ def names_in(expr: Node) -> set:
 
 
 def fresh_name(name: str, taken: set) -> str:
-    """`name` renamed apart from `taken`: 'i' -> 'i.1', 'i.2', ... ('i.1' -> 'i.2', ...). The
-    schedule still names it by `schedule_name`."""
-    base = schedule_name(name)
+    """`name` renamed apart from `taken`: 'i' -> 'i.1', 'i.2', ...; 'i.1' -> 'i.1.1', ... The
+    schedule still names it by `schedule_name`; a name keeps the extent of the index it came
+    from (the lowering sizes counters by name)."""
     k = 1
-    while f"{base}.{k}" in taken:
+    while f"{name}.{k}" in taken:
         k += 1
-    return f"{base}.{k}"
+    return f"{name}.{k}"
 
 
 def schedule_name(name: str) -> str:
-    """The index name a schedule uses for `name` (a renamed copy 'i.1' of 'i' is scheduled as 'i')."""
+    """The index name a schedule uses for `name`: a copy 'i.1' of 'i' (renamed apart, or the same
+    lambda traced over another extent) is scheduled as 'i'."""
     return name.split(".", 1)[0]
 
 

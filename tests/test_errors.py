@@ -307,3 +307,15 @@ def test_index_order_patterns_under_tiling(tile):
         with pytest.raises(hw.HwgenError) as e:
             kernel.with_schedule(tile=tile).elaborate()
         check(e.value, hw.ScheduleError, ORDER_MSG.format(what=what), marker)
+
+
+def test_tile_of_a_helper_index_over_two_extents():
+    @hw.kernel
+    def two_sizes(x: hw.Array[int32, 8], y: hw.Array[int32, 4]) -> hw.Array[int32, 2]:
+        def norm(a, n):
+            return hw.sum(n, lambda i: a[i] * a[i])
+        return hw.map(2, lambda r: hw.where(r == 0, norm(x, 8), norm(y, 4)))
+
+    with pytest.raises(hw.HwgenError) as e:
+        two_sizes.with_schedule(tile={"i": 8})  # L:two-extents
+    check(e.value, hw.ScheduleError, "tile size 8 for index 'i' does not divide its extent 4", "two-extents")

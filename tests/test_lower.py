@@ -218,3 +218,25 @@ def test_builtin_multifold_ignores_index_order():
     x = np.arange(M * N, dtype=np.int32).reshape(M, N)
     got, _ = run_lowered(sums, (x, np.zeros(2, np.int32)), {"i": 4, "j": 2})
     np.testing.assert_array_equal(got, [x[:, ::2].sum(), x[:, 1::2].sum()])
+
+
+def two_sizes_kernel():
+    """One helper over two extents (8 and 4): the same lambda's index 'i' twice."""
+    @hw.kernel
+    def two_sizes(x: hw.Array[int32, 8, 8], y: hw.Array[int32, 8, 4]) -> hw.Array[int32, 8]:
+        def norm(a, n):
+            return lambda r: hw.sum(n, lambda i: a[r, i] * a[r, i])
+        nx, ny = norm(x, 8), norm(y, 4)
+        return hw.map(8, lambda r: nx(r) - ny(r))
+
+    rng = np.random.default_rng(1)
+    x, y = rng.integers(-9, 9, (8, 8)).astype(np.int32), rng.integers(-9, 9, (8, 4)).astype(np.int32)
+    return two_sizes, (x, y), (x * x).sum(1) - (y * y).sum(1)
+
+
+def test_helper_over_two_extents():
+    kernel, args, want = two_sizes_kernel()
+    np.testing.assert_array_equal(kernel(*args), want)  # the golden model
+    for tiles in ({}, {"i": 2}, {"i": 4, "r": 4}):
+        got, _ = run_lowered(kernel, args, tiles)
+        np.testing.assert_array_equal(got, want, err_msg=str(tiles))

@@ -29,3 +29,9 @@ def test_index_order_patterns_in_verilator(k):
     r = kernel.with_schedule(tile={"i": 4, "j": 6}).verify(*args)  # the inner index whole: index order
     for g, w in zip(r.outputs, kernel(*args)):
         np.testing.assert_array_equal(g, w)
+
+
+def test_helper_over_two_extents_in_verilator():
+    from test_lower import two_sizes_kernel
+    kernel, args, want = two_sizes_kernel()
+    np.testing.assert_array_equal(kernel.with_schedule(tile={"i": 2, "r": 4}).verify(*args).outputs, want)
