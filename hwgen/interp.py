@@ -145,7 +145,7 @@ class Evaluator:
         if isinstance(e, ir.Index) and e.name in frame.fixed:
             return np.full((1,) * ndim, frame.fixed[e.name], dtype=np.int64)
         if isinstance(e, ir.Index):
-            axis = frame.names.index(e.name)
+            axis = len(frame.names) - 1 - frame.names[::-1].index(e.name)  # the innermost binding
             shape = [1] * ndim
             shape[axis] = frame.extents[axis]
             return np.arange(frame.extents[axis], dtype=np.int64).reshape(shape)

@@ -342,10 +342,152 @@ def walk(node: Node, seen: set | None = None):
 
 
 def subst_indices(expr: Node, mapping: dict) -> Node:
-    """Replace Index(name) by mapping[name] (an Expr) everywhere in `expr`."""
+    """Replace the free Index(name) by mapping[name] (an Expr) everywhere in `expr`.
+
+    Capture-avoiding: an index bound inside `expr` (by a Reduce, a Map, a MultiFold or a
+    Collect) shadows the mapping, and a bound index whose name occurs free in a substituted
+    value is renamed first (see `fresh_name`), so `h[n, i]` inlined into a body that binds its
+    own `i` keeps both loops apart."""
     if not mapping:
         return expr
-    return transform(expr, lambda n: mapping.get(n.name) if isinstance(n, Index) else None)
+
+    memo: dict = {}
+
+    def go(n: Node, sub: dict) -> Node:
+        found = memo.get(n)
+        if found is not None:
+            return found
+        if isinstance(n, Index):
+            out = sub.get(n.name, n)
+        elif isinstance(n, (Reduce, Map, MultiFold, Collect)):
+            out = _subst_binder(n, sub)
+        else:
+            out = rebuild(n, lambda c: go(c, sub))
+        memo[n] = out
+        return out
+
+    return go(expr, dict(mapping))
+
+
+def _binder_dims(n: Node) -> tuple:
+    return n.dims + n.sdims if isinstance(n, MultiFold) else n.dims
+
+
+def _subst_binder(n: Node, sub: dict) -> Node:
+    """subst_indices into a node binding its dims: the dims shadow `sub`; a dim captured by a
+    value of `sub` is renamed."""
+    dims = _binder_dims(n)
+    bound = {d.name for d in dims}
+    free = free_indices(n) if not isinstance(n, MultiFold) else frozenset().union(
+        *[free_indices(e) for e in n.idx + (n.value,)]) - bound
+    inner = {k: v for k, v in sub.items() if k in free}
+    if isinstance(n, MultiFold):  # init is outside the binding
+        init = subst_indices(n.init, sub)
+    if not inner:
+        return n if not isinstance(n, MultiFold) or init is n.init else _replace(n, init=init)
+    captured = frozenset().union(*[free_indices(v) for v in inner.values()]) & bound
+    if captured:
+        taken = set(captured) | names_in(n) | set(inner)
+        for v in inner.values():
+            taken |= names_in(v)
+        rename = {}
+        for d in dims:
+            if d.name in captured:
+                rename[d.name] = fresh_name(d.name, taken)
+                taken.add(rename[d.name])
+        inner = {**inner, **{k: Index(v) for k, v in rename.items()}}
+        dims = tuple(Dim(rename.get(d.name, d.name), d.extent) for d in dims)
+    if isinstance(n, MultiFold):
+        k = len(n.dims)
+        return _replace(n, dims=dims[:k], sdims=dims[k:], init=init,
+                        idx=tuple(subst_indices(i, inner) for i in n.idx), value=subst_indices(n.value, inner))
+    if isinstance(n, Collect):
+        return _replace(n, dims=dims, key=None if n.key is None else subst_indices(n.key, inner),
+                        values=tuple(subst_indices(v, inner) for v in n.values),
+                        conds=tuple(subst_indices(c, inner) for c in n.conds))
+    return _replace(n, dims=dims, body=subst_indices(n.body, inner))
+
+
+def _replace(n: Node, **changes) -> Node:
+    kwargs = {f.name: getattr(n, f.name) for f in fields(n)}
+    kwargs.update(changes)
+    new = type(n)(**kwargs)
+    return n if new == n else new
+
+
+def names_in(expr: Node) -> set:
+    """Every index name in `expr`, free or bound."""
+    out = set()
+    for n in walk(expr):
+        if isinstance(n, Index):
+            out.add(n.name)
+        elif isinstance(n, Dim):
+            out.add(n.name)
+    return out
+
+
+def fresh_name(name: str, taken: set) -> str:
+    """`name` renamed apart from `taken`: 'i' -> 'i.1', 'i.2', ...; 'i.1' -> 'i.1.1', ... The
+    schedule still names it by `schedule_name`; a name keeps the extent of the index it came
+    from (the lowering sizes counters by name)."""
+    k = 1
+    while f"{name}.{k}" in taken:
+        k += 1
+    return f"{name}.{k}"
+
+
+def schedule_name(name: str) -> str:
+    """The index name a schedule uses for `name`: a copy 'i.1' of 'i' (renamed apart, or the same
+    lambda traced over another extent) is scheduled as 'i'."""
+    return name.split(".", 1)[0]
+
+
+def unique_binders(expr: Node) -> Node:
+    """`expr` with every index bound inside another binding of the same name renamed apart
+    (a helper whose reduction nests in its own reduction): the lowering turns each binding
+    into a loop counter named after it, so nested loops need distinct names."""
+    taken = names_in(expr)
+    memo: dict = {}
+
+    def go(n: Node, scope: frozenset) -> Node:
+        key = (n, scope)
+        found = memo.get(key)
+        if found is not None:
+            return found
+        if isinstance(n, (Reduce, Map, MultiFold, Collect)):
+            dims = _binder_dims(n)
+            clash = [d for d in dims if d.name in scope]
+            if clash:
+                rename = {}
+                for d in clash:
+                    rename[d.name] = fresh_name(d.name, taken)
+                    taken.add(rename[d.name])
+                new_dims = tuple(Dim(rename.get(d.name, d.name), d.extent) for d in dims)
+                values = {k: Index(v) for k, v in rename.items()}
+                if isinstance(n, MultiFold):
+                    k = len(n.dims)
+                    n = _replace(n, dims=new_dims[:k], sdims=new_dims[k:],
+                                 idx=tuple(subst_indices(i, values) for i in n.idx),
+                                 value=subst_indices(n.value, values))
+                elif isinstance(n, Collect):
+                    n = _replace(n, dims=new_dims, key=None if n.key is None else subst_indices(n.key, values),
+                                 values=tuple(subst_indices(v, values) for v in n.values),
+                                 conds=tuple(subst_indices(c, values) for c in n.conds))
+                else:
+                    n = _replace(n, dims=new_dims, body=subst_indices(n.body, values))
+                dims = new_dims
+            inner = scope | {d.name for d in dims}
+            if isinstance(n, MultiFold):
+                out = _replace(n, init=go(n.init, scope), idx=tuple(go(i, inner) for i in n.idx),
+                               value=go(n.value, inner))
+            else:
+                out = rebuild(n, lambda c: c if isinstance(c, Dim) else go(c, inner))
+        else:
+            out = rebuild(n, lambda c: go(c, scope))
+        memo[key] = out
+        return out
+
+    return go(expr, frozenset())
 
 
 def subst_params(expr: Node, mapping: dict) -> Node:

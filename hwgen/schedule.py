@@ -35,12 +35,12 @@ class Schedule:
     def check(self, extents: dict, kernel_name: str) -> None:
         """Every key must name an index variable of the kernel (`extents`: name -> extent);
         a tile size must divide its index's extent; lanes must divide their tile."""
-        user_names = sorted(n for n in extents if not n.startswith("%"))
+        user_names = sorted(n for n in extents if not n.startswith("%") and "." not in n)
         for what, sizes in (("tile", self.tile), ("par", self.par)):
             for name in sizes:
-                if name not in extents or name.startswith("%"):
+                if name not in user_names:
                     known = ", ".join(user_names) or "none"
-                    hidden = "" if len(user_names) == len(extents) else (
+                    hidden = "" if not any(n.startswith("%") for n in extents) else (
                         "; indices made by '@', .T, slices and array arithmetic have no names: "
                         "write those loops with hw.map / hw.sum to schedule them")
                     raise ScheduleError(
@@ -48,11 +48,13 @@ class Schedule:
                         f"of that name (its indices: {known}){hidden}", self.loc
                     )
         for name, size in self.tile.items():
-            if extents[name] % size:
-                raise ScheduleError(
-                    f"tile size {size} for index '{name}' does not divide its extent "
-                    f"{extents[name]}", self.loc
-                )
+            # a helper's index traced over several extents ('i', copy 'i.n4') shares its tile
+            for extent in sorted({e for n, e in extents.items() if n.split(".", 1)[0] == name}, reverse=True):
+                if extent % size:
+                    raise ScheduleError(
+                        f"tile size {size} for index '{name}' does not divide its extent "
+                        f"{extent}", self.loc
+                    )
         for name, lanes in self.par.items():
             tile = self.tile.get(name, 1)
             if lanes > 1 and tile % lanes:

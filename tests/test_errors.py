@@ -272,3 +272,50 @@ def test_custom_op_fold_order_under_tiling():
           "leave 'k' untiled", "fold")
     x = np.arange(16, dtype=np.int32).reshape(4, 4) - 8
     assert last_positive.with_schedule(tile={"k": 2, "m": 4}).verify(x).outputs == 7
+
+
+ORDER_MSG = ("{what}, but tiling 'i' by 4 and also splitting 'j' into tiles would visit the indices "
+             "tile by tile; tile 'j' by its whole extent (6), or leave 'i' untiled")
+
+
+@pytest.mark.parametrize("tile", [{"i": 4, "j": 2}, {"i": 4}])
+def test_index_order_patterns_under_tiling(tile):
+    @hw.kernel
+    def positives(x: hw.Array[int32, 8, 6]):
+        return hw.filter((8, 6), lambda i, j: x[i, j] > 0)  # L:order-filter
+
+    @hw.kernel
+    def emits(x: hw.Array[int32, 8, 6]):
+        return hw.flatmap((8, 6), lambda i, j: hw.emit(x[i, j], when=x[i, j] > 0), max_out=1)  # L:order-flatmap
+
+    @hw.kernel
+    def groups(x: hw.Array[int32, 8, 6]):
+        return hw.groupby_fold((8, 6), lambda i, j: (x[i, j] % 5, x[i, j]), max_keys=8)  # L:order-group
+
+    def last(p, q):
+        return hw.where(q > 0, q, p)
+
+    @hw.kernel
+    def last_positive(x: hw.Array[int32, 8, 6], z: hw.Array[int32, 2]):
+        return hw.multifold((8, 6), z, lambda i, j: (j % 2, x[i, j]), op=last)  # L:order-multifold
+
+    cases = [(positives, "hw.filter / hw.flatmap keeps its values in index order", "order-filter"),
+             (emits, "hw.filter / hw.flatmap keeps its values in index order", "order-flatmap"),
+             (groups, "hw.groupby_fold orders its groups by first appearance in index order", "order-group"),
+             (last_positive, "the custom multifold op folds in index order", "order-multifold")]
+    for kernel, what, marker in cases:
+        with pytest.raises(hw.HwgenError) as e:
+            kernel.with_schedule(tile=tile).elaborate()
+        check(e.value, hw.ScheduleError, ORDER_MSG.format(what=what), marker)
+
+
+def test_tile_of_a_helper_index_over_two_extents():
+    @hw.kernel
+    def two_sizes(x: hw.Array[int32, 8], y: hw.Array[int32, 4]) -> hw.Array[int32, 2]:
+        def norm(a, n):
+            return hw.sum(n, lambda i: a[i] * a[i])
+        return hw.map(2, lambda r: hw.where(r == 0, norm(x, 8), norm(y, 4)))
+
+    with pytest.raises(hw.HwgenError) as e:
+        two_sizes.with_schedule(tile={"i": 8})  # L:two-extents
+    check(e.value, hw.ScheduleError, "tile size 8 for index 'i' does not divide its extent 4", "two-extents")

@@ -7,7 +7,7 @@ import pytest
 from conftest import PATTERNS, load_pattern
 
 from hwgen import ir, loop_interp
-from hwgen.loops import Load, Loop, Pipe, Store, walk
+from hwgen.loops import Load, Loop, Pipe, Store, show, walk
 from hwgen.passes.lower import lower
 from hwgen.lang.signature import check_args, to_user
 
@@ -84,3 +84,159 @@ def test_halo_reads_share_one_tile():
     np.testing.assert_array_equal(got, x[:-2] + x[1:-1] + x[2:])
     assert [c.mem.shape for c in walk(prog.root) if isinstance(c, Load)] == [(33,)]
     assert [c.shape for c in walk(prog.root) if isinstance(c, Store)] == [(31,)]
+
+
+# ---------------------------------------------------------------- a helper traced twice
+
+import hwgen as hw  # noqa: E402
+from hwgen import int32  # noqa: E402
+
+B, D = 8, 8
+
+
+def mlp(layers: int):
+    """`layers` stacked calls of one helper: each call re-traces the same lambdas (the same index
+    names n, o, i), and each consumes the result of the one before."""
+    @hw.kernel
+    def stacked(x: hw.Array[int32, B, D], w: hw.Array[int32, layers, D, D]) -> hw.Array[int32, B, D]:
+        def layer(h, s):
+            return hw.map((B, D), lambda n, o: hw.maximum(hw.sum(D, lambda i: h[n, i] * w[s, i, o]) >> 6, 0))
+        h = x
+        for s in range(layers):
+            h = layer(h, s)
+        return h
+    return stacked
+
+
+def mlp_numpy(x, w):
+    h = x.astype(np.int64)
+    for s in range(w.shape[0]):
+        h = np.maximum((h @ w[s]).astype(np.int32) >> 6, 0)
+    return h.astype(np.int32)
+
+
+def mlp_args(layers: int):
+    rng = np.random.default_rng(0)
+    return (rng.integers(-100, 100, (B, D)).astype(np.int32),
+            rng.integers(-16, 16, (layers, D, D)).astype(np.int32))
+
+
+@pytest.mark.parametrize("layers", [2, 3])
+def test_helper_called_twice_keeps_its_loops_apart(layers):
+    kernel = mlp(layers)
+    x, w = mlp_args(layers)
+    want = mlp_numpy(x, w)
+    np.testing.assert_array_equal(kernel(x, w), want)  # the golden model
+    for tiles in ({}, {"n": 4, "o": 4, "i": 2}, {"i": 8}, {"n": 8, "o": 2, "i": 4}):
+        got, prog = run_lowered(kernel, (x, w), tiles)
+        np.testing.assert_array_equal(got, want, err_msg=str(tiles))
+        nested = [c for c in walk(prog.root) if isinstance(c, Loop)
+                  and any(isinstance(s, Loop) for s in c.stages)]
+        for outer in nested:  # no loop nests a loop over a counter of the same name
+            inner = {k.name for s in walk(outer) if s is not outer and isinstance(s, (Loop, Pipe)) for k in s.counters}
+            assert not inner & {k.name for k in outer.counters}, (tiles, show(prog))
+
+
+def test_substitution_does_not_capture_a_bound_index():
+    # h[n, i] inlined into a body binding its own i: the bound i is renamed, not captured
+    i, n = ir.Index("i"), ir.Index("n")
+    x = ir.Input("x", hw.int32, (D, D))
+    body = ir.Reduce((ir.Dim("i", D),), ir.Read(x, (n, i)), ir.Combiner("add"))
+    got = ir.subst_indices(body, {"n": i})
+    assert got.dims == (ir.Dim("i.1", D),)
+    assert got.body == ir.Read(x, (i, ir.Index("i.1")))
+    assert ir.free_indices(got) == {"i"}
+    # a bound index shadows the substitution
+    assert ir.subst_indices(body, {"i": n}) == body
+
+
+def test_a_helper_nested_in_itself():
+    @hw.kernel
+    def nested(x: hw.Array[int32, D]) -> int32:
+        def f(k):
+            return hw.sum(D, lambda i: x[i] * (f(k - 1) if k else 1) + i)
+        return f(2)
+
+    x = np.arange(D, dtype=np.int32) - 3
+    want = 1
+    for _ in range(3):
+        want = sum(int(x[i]) * want + i for i in range(D))
+    assert nested(x) == want  # the golden model
+    for tiles in ({}, {"i": 2}, {"i": 8}):
+        got, _ = run_lowered(nested, (x,), tiles)
+        assert got == want, tiles
+
+
+# ---------------------------------------------------------------- patterns that keep index order
+
+M, N = 8, 6
+
+
+def order_kernels():
+    """(kernel, args) of each pattern whose result depends on the order of its 2-D domain."""
+    @hw.kernel
+    def positives(x: hw.Array[int32, M, N]):
+        return hw.filter((M, N), lambda i, j: x[i, j] > 0)
+
+    @hw.kernel
+    def emits(x: hw.Array[int32, M, N]):
+        return hw.flatmap((M, N), lambda i, j: (hw.emit(x[i, j], when=x[i, j] > 0),
+                                                hw.emit(-x[i, j], when=x[i, j] < -3)), max_out=2)
+
+    @hw.kernel
+    def groups(x: hw.Array[int32, M, N]):
+        return hw.groupby_fold((M, N), lambda i, j: (x[i, j] % 5, x[i, j]), max_keys=8)
+
+    @hw.kernel
+    def last_positive(x: hw.Array[int32, M, N], z: hw.Array[int32, 2]):
+        return hw.multifold((M, N), z, lambda i, j: (j % 2, x[i, j]), op=lambda p, q: hw.where(q > 0, q, p))
+
+    x = np.random.default_rng(0).integers(-5, 6, (M, N)).astype(np.int32)
+    z = np.zeros(2, np.int32)
+    return [(positives, (x,)), (emits, (x,)), (groups, (x,)), (last_positive, (x, z))]
+
+
+LEGAL_ORDER_TILES = [{}, {"i": 4, "j": 6}, {"j": 2}, {"i": 8, "j": 6}]
+
+
+def test_index_order_patterns_keep_their_order():
+    for kernel, args in order_kernels():
+        want = kernel(*args)
+        for tiles in LEGAL_ORDER_TILES:
+            got, _ = run_lowered(kernel, args, tiles)
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w, err_msg=f"{kernel.name} {tiles}")
+        with pytest.raises(hw.ScheduleError):
+            lower(kernel.program, {"i": 4, "j": 2})
+
+
+def test_builtin_multifold_ignores_index_order():
+    @hw.kernel
+    def sums(x: hw.Array[int32, M, N], z: hw.Array[int32, 2]):
+        return hw.multifold((M, N), z, lambda i, j: (j % 2, x[i, j]))
+
+    x = np.arange(M * N, dtype=np.int32).reshape(M, N)
+    got, _ = run_lowered(sums, (x, np.zeros(2, np.int32)), {"i": 4, "j": 2})
+    np.testing.assert_array_equal(got, [x[:, ::2].sum(), x[:, 1::2].sum()])
+
+
+def two_sizes_kernel():
+    """One helper over two extents (8 and 4): the same lambda's index 'i' twice."""
+    @hw.kernel
+    def two_sizes(x: hw.Array[int32, 8, 8], y: hw.Array[int32, 8, 4]) -> hw.Array[int32, 8]:
+        def norm(a, n):
+            return lambda r: hw.sum(n, lambda i: a[r, i] * a[r, i])
+        nx, ny = norm(x, 8), norm(y, 4)
+        return hw.map(8, lambda r: nx(r) - ny(r))
+
+    rng = np.random.default_rng(1)
+    x, y = rng.integers(-9, 9, (8, 8)).astype(np.int32), rng.integers(-9, 9, (8, 4)).astype(np.int32)
+    return two_sizes, (x, y), (x * x).sum(1) - (y * y).sum(1)
+
+
+def test_helper_over_two_extents():
+    kernel, args, want = two_sizes_kernel()
+    np.testing.assert_array_equal(kernel(*args), want)  # the golden model
+    for tiles in ({}, {"i": 2}, {"i": 4, "r": 4}):
+        got, _ = run_lowered(kernel, args, tiles)
+        np.testing.assert_array_equal(got, want, err_msg=str(tiles))

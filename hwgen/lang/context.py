@@ -27,9 +27,12 @@ class Trace:
 
     def new_dim(self, name: str, extent: int, loc, code=None) -> ir.Dim:
         """A new index variable. A name may come back only from the same lambda (a helper
-        function traced twice), with the same extent: its uses share a schedule."""
-        if name in self.extents and code is not None and self.codes.get(name) is code \
-                and self.extents[name] == extent:
+        function traced twice): its uses share a schedule (over another extent, as the copy
+        'i.n4' of 'i')."""
+        if name in self.extents and code is not None and self.codes.get(name) is code:
+            if self.extents[name] != extent:  # over another extent: a copy, scheduled as `name`
+                name = f"{name}.n{extent}"
+                self.extents.setdefault(name, extent)
             return ir.Dim(name, extent)
         if name in self.extents:
             raise TraceError(

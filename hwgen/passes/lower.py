@@ -55,7 +55,7 @@ class _Lowerer:
         drams = list(self.inputs.values())
         scalar_outs = []
         for result in self.program.results:
-            node = fuse(result.node)
+            node = ir.unique_binders(fuse(result.node))
             if isinstance(node, ir.Map):
                 dram = Dram(result.port.name, node.dtype, node.shape, "out")
                 drams.append(dram)
@@ -86,15 +86,22 @@ class _Lowerer:
         self.mems.append(mem)
         return mem
 
+    def tile(self, d: ir.Dim, default: int = 1) -> int:
+        """The schedule's tile size of `d` (a renamed copy of an index shares its schedule)."""
+        return self.tiles.get(ir.schedule_name(d.name), default)
+
+    def lanes(self, d: ir.Dim) -> int:
+        return self.par.get(ir.schedule_name(d.name), 1)
+
     def split(self, dims, whole: bool = False) -> tuple:
         """Strip-mine `dims`: (outer counters, local counters, name -> global index Expr).
         Untiled dims have tiles of 1, or of their whole extent when `whole`."""
         outer, local, sub = [], [], {}
         for d in dims:
-            t = self.tiles.get(d.name, d.extent if whole else 1)
+            t = self.tile(d, d.extent if whole else 1)
             tiles = d.extent // t
             o = Counter(d.name if t == 1 else f"{d.name}.t", tiles) if tiles > 1 else None
-            li = Counter(d.name if tiles == 1 else f"{d.name}.l", t, self.par.get(d.name, 1)) if t > 1 else None
+            li = Counter(d.name if tiles == 1 else f"{d.name}.l", t, self.lanes(d)) if t > 1 else None
             terms = {}
             if o is not None:
                 outer.append(o)
@@ -122,7 +129,7 @@ class _Lowerer:
         stages: list = []
         expr = self.extract(ir.subst_indices(node.body, sub), local, stages)
         expr = self.tile_reads(expr, stages)
-        tile_shape = tuple(self.tiles.get(d.name, 1) for d in node.dims)
+        tile_shape = tuple(self.tile(d) for d in node.dims)
         local_idx = self.local_index(node.dims, local)
         squeezed = tuple(i for i in local_idx if isinstance(i, ir.Index))
         if (isinstance(expr, ir.MemRead) and expr.idx == squeezed
@@ -133,7 +140,7 @@ class _Lowerer:
             stages.append(Pipe(tuple(local), (Write(out, local_idx, expr),)))
         origin = []
         for d in node.dims:
-            t = self.tiles.get(d.name, 1)
+            t = self.tile(d)
             o = next((c for c in outer if c.name in (d.name, f"{d.name}.t")), None)
             origin.append(Affine.of({o.name: t}, 0).to_expr() if o else ir.Const(0, int64))
         stages.append(Store(out, dram, tuple(origin), tile_shape))
@@ -211,10 +218,13 @@ class _Lowerer:
         self.init_fold(acc, node.init)
         outer, local, sub = self.split(node.dims)
         for d in node.sdims:  # a slice is walked inside the pipe, whole
-            if self.tiles.get(d.name, d.extent) != d.extent:
+            if self.tile(d, d.extent) != d.extent:
                 raise ScheduleError(
-                    f"index '{d.name}' walks a slice of a multifold's accumulator inside one pipe; "
+                    f"index '{ir.schedule_name(d.name)}' walks a slice of a multifold's accumulator "
+                    f"inside one pipe; "
                     f"tile it by its whole extent ({d.extent}) or leave it out of the schedule", node.loc)
+        if node.op.expr is not None:
+            self.check_index_order(node.dims, "the custom multifold op folds in index order", node.loc)
         _, slices, ssub = self.split(node.sdims, whole=True)
         sub = {**sub, **ssub}
         stages: list = []
@@ -245,12 +255,15 @@ class _Lowerer:
                                    "make it a separate result", node.loc)
         what = "hw.groupby_fold" if node.kind == "group" else "hw.filter / hw.flatmap"
         for d in node.dims:
-            if self.par.get(d.name, 1) > 1:
-                raise ScheduleError(f"{what} takes one element per cycle; par on '{d.name}' is not "
-                                    f"supported", node.loc)
+            if self.lanes(d) > 1:
+                raise ScheduleError(f"{what} takes one element per cycle; par on "
+                                    f"'{ir.schedule_name(d.name)}' is not supported", node.loc)
         if node.capacity > self.FOLD_LIMIT:
             raise UnsupportedError(f"{what} keeps its results on chip; {node.capacity} is more than "
                                    f"the {self.FOLD_LIMIT} supported", node.loc)
+        self.check_index_order(node.dims, "hw.groupby_fold orders its groups by first appearance in index order"
+                               if node.kind == "group" else "hw.filter / hw.flatmap keeps its values in index order",
+                               node.loc)
         count = self.new_mem("count", int64, (), "a count", node.loc)
         if node.kind == "group":
             part = ir.Part(node, "values")
@@ -282,7 +295,7 @@ class _Lowerer:
         if isinstance(init, ir.Input):
             self.top.append(Load(self.inputs[init.name], acc, tuple(ir.Const(0, int64) for _ in init.shape)))
             return
-        init = fuse(init)
+        init = ir.unique_binders(fuse(init))
         outer, local, sub = self.split(init.dims, whole=True)
         stages: list = []
         body = self.extract(ir.subst_indices(init.body, sub), local, stages)
@@ -327,23 +340,28 @@ class _Lowerer:
         return acc, [self.loop(outer, stages)]
 
     def check_fold_order(self, r: ir.Reduce) -> None:
+        """Builtin ops do not care about the order of a fold (they commute); a custom op is
+        only promised associativity."""
+        if r.op.expr is not None:
+            self.check_index_order(r.dims, "the custom reduce op folds in index order", r.loc)
+
+    def check_index_order(self, dims, what: str, loc) -> None:
         """Tiles visit a multi-dimensional domain tile by tile, which is its row-major order
-        only if no dimension after a split one is itself split into several tiles. Builtin
-        ops do not care (they commute); a custom op is only promised associativity."""
-        if r.op.expr is None:
-            return
+        only if no dimension after a split one is itself split into several tiles. `what` (a
+        pattern that needs index order: a custom fold op, a filter's values, a group-by's keys)
+        gets a ScheduleError otherwise."""
         split_before = None
-        for d in r.dims:
-            t = self.tiles.get(d.name, 1)
+        for d in dims:
+            t = self.tile(d)
             if split_before is not None and d.extent // t > 1:
+                before, name = ir.schedule_name(split_before.name), ir.schedule_name(d.name)
                 raise ScheduleError(
-                    f"the custom reduce op folds in index order, but tiling '{split_before}' by "
-                    f"{self.tiles[split_before]} and also splitting '{d.name}' into tiles would "
-                    f"visit the indices tile by tile; tile '{d.name}' by its whole extent "
-                    f"({d.extent}), or leave '{split_before}' untiled", r.loc
+                    f"{what}, but tiling '{before}' by {self.tile(split_before)} and also "
+                    f"splitting '{name}' into tiles would visit the indices tile by tile; tile "
+                    f"'{name}' by its whole extent ({d.extent}), or leave '{before}' untiled", loc
                 )
             if t > 1 and split_before is None:
-                split_before = d.name
+                split_before = d
 
     # -------------------------------------------------------------- tiles
 

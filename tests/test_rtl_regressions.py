@@ -1,0 +1,37 @@
+"""Programs the hardware once got wrong, through Verilator: bit-exact with the golden model."""
+
+import numpy as np
+import pytest
+
+import hwgen as hw
+
+from test_lower import mlp, mlp_args, mlp_numpy, order_kernels
+
+pytestmark = pytest.mark.rtl
+
+
+@pytest.mark.parametrize("schedule", [
+    dict(metapipeline=False),  # the untiled baseline
+    dict(tile={"n": 4, "o": 4, "i": 4}, par={"i": 2}),
+])
+def test_helper_called_twice_in_verilator(schedule):
+    kernel = mlp(2).with_schedule(**schedule)
+    x, w = mlp_args(2)
+    r = kernel.verify(x, w)
+    np.testing.assert_array_equal(r.outputs, mlp_numpy(x, w))
+
+
+@pytest.mark.parametrize("k", range(4))
+def test_index_order_patterns_in_verilator(k):
+    kernel, args = order_kernels()[k]
+    with pytest.raises(hw.ScheduleError):  # once wrong hardware: the domain visited tile by tile
+        kernel.with_schedule(tile={"i": 4, "j": 2}).verify(*args)
+    r = kernel.with_schedule(tile={"i": 4, "j": 6}).verify(*args)  # the inner index whole: index order
+    for g, w in zip(r.outputs, kernel(*args)):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_helper_over_two_extents_in_verilator():
+    from test_lower import two_sizes_kernel
+    kernel, args, want = two_sizes_kernel()
+    np.testing.assert_array_equal(kernel.with_schedule(tile={"i": 2, "r": 4}).verify(*args).outputs, want)
