@@ -1,0 +1,139 @@
+"""Reductions, for the lowering (passes/lower.py): a reduction nested in a body becomes its own
+loop, run as an earlier stage, that folds into an accumulator memory indexed by the enclosing
+local counters it depends on; a reduction that depends on no index at all, and a multifold, is
+computed once, by top-level stages, before everything that uses it.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import ir
+from ..errors import ScheduleError, UnsupportedError
+from ..lang.dtypes import bool_, int64
+from ..loops import Load, Mem, Pipe, Write
+from .fuse import fuse
+
+
+class Reductions:
+    """Mixed into the lowering: needs the Tiles methods, `top`, `hoisted`, `inputs`, `new_mem`,
+    `loop`, `local_index` and `collect_part`."""
+
+    def extract(self, expr: ir.Expr, ctx_local: list, stages: list) -> ir.Expr:
+        """`expr` with each outermost Reduce replaced by a read of its accumulator; the loops
+        computing them are appended to `stages` (or hoisted to the top when closed)."""
+        memo: dict = {}
+
+        def go(e):
+            found = memo.get(e)
+            if found is not None:
+                return found
+            if isinstance(e, ir.Reduce):
+                out = self.lower_reduce(e, ctx_local, stages)
+            elif isinstance(e, ir.Read) and isinstance(e.src, ir.MultiFold):
+                acc = self.fold(e.src)  # computed once, before everything that reads it
+                out = ir.MemRead(acc, tuple(go(i) for i in e.idx), e.text)
+            elif isinstance(e, ir.Read) and isinstance(e.src, ir.Part):
+                mem, _ = self.collect_part(e.src)
+                out = ir.MemRead(mem, tuple(go(i) for i in e.idx), e.text)
+            elif isinstance(e, ir.Count):
+                out = ir.MemRead(self.collect_part(ir.Part(e.collect, "values"))[1], ())
+            else:
+                out = ir.rebuild(e, go)
+            memo[e] = out
+            return out
+
+        return go(expr)
+
+    FOLD_LIMIT = 1 << 16
+
+    def fold(self, node: ir.MultiFold) -> Mem:
+        """The on-chip accumulator of a multifold, computed by top-level stages (once)."""
+        found = self.hoisted.get(node)
+        if found is not None:
+            return found
+        if ir.free_indices(node):
+            raise UnsupportedError("a multifold that depends on an enclosing index is not supported; "
+                                   "make it a separate result", node.loc)
+        size = math.prod(node.shape)
+        if size > self.FOLD_LIMIT:
+            raise UnsupportedError(
+                f"a multifold accumulator lives on chip; {size} elements is more than the "
+                f"{self.FOLD_LIMIT} supported", node.loc)
+        acc = self.new_mem("fold", node.dtype, node.shape, "the accumulator of a multifold", node.loc)
+        self.init_fold(acc, node.init)
+        outer, local, sub = self.split(node.dims)
+        for d in node.sdims:  # a slice is walked inside the pipe, whole
+            if self.tile(d, d.extent) != d.extent:
+                raise ScheduleError(
+                    f"index '{ir.schedule_name(d.name)}' walks a slice of a multifold's accumulator "
+                    f"inside one pipe; "
+                    f"tile it by its whole extent ({d.extent}) or leave it out of the schedule", node.loc)
+        if node.op.expr is not None:
+            self.check_index_order(node.dims, "the custom multifold op folds in index order", node.loc)
+        _, slices, ssub = self.split(node.sdims, whole=True)
+        sub = {**sub, **ssub}
+        stages: list = []
+        counters = local + slices
+        exprs = [self.extract(ir.subst_indices(e, sub), counters, stages) for e in node.idx + (node.value,)]
+        *idx, value = self.tile_reads_all(exprs, stages)
+        write = Write(acc, tuple(idx), value, node.op, ir.Const(0, bool_))
+        stages.append(Pipe(tuple(counters), (write,)))
+        self.top.extend([self.loop(outer, stages)] if outer else stages)
+        self.hoisted[node] = acc
+        return acc
+
+    def init_fold(self, acc: Mem, init: ir.ArrayNode) -> None:
+        """Fill the accumulator with the multifold's starting array."""
+        if isinstance(init, ir.Input):
+            self.top.append(Load(self.inputs[init.name], acc, tuple(ir.Const(0, int64) for _ in init.shape)))
+            return
+        init = ir.unique_binders(fuse(init))
+        outer, local, sub = self.split(init.dims, whole=True)
+        stages: list = []
+        body = self.extract(ir.subst_indices(init.body, sub), local, stages)
+        body = self.tile_reads(body, stages)
+        stages.append(Pipe(tuple(local), (Write(acc, self.local_index(init.dims, local), body),)))
+        self.top.extend(stages)
+
+    def lower_reduce(self, r: ir.Reduce, ctx_local: list, stages: list) -> ir.Expr:
+        free = ir.free_indices(r)
+        if not free:
+            return self.hoist(r)
+        dep = [c for c in ctx_local if c.name in free]
+        acc, inner = self.reduce_loop(r, dep, "acc")
+        stages.extend(inner)
+        return ir.MemRead(acc, tuple(ir.Index(c.name) for c in dep))
+
+    def hoist(self, r: ir.Reduce) -> ir.Expr:
+        found = self.hoisted.get(r)
+        if found is None:
+            acc, loop = self.reduce_loop(r, [], "acc")
+            self.top.extend(loop)
+            found = self.hoisted[r] = ir.MemRead(acc, ())
+        return found
+
+    def reduce_loop(self, r: ir.Reduce, dep: list, stem: str):
+        """The stages folding `r` into a new accumulator indexed by the counters `dep`:
+        one Loop over the tile counters, or the bare stages when there is no tile counter."""
+        self.check_fold_order(r)
+        outer, local, sub = self.split(r.dims)
+        stages: list = []
+        # the reduction's own counters run outermost, so consecutive iterations update
+        # different accumulator elements (no read-modify-write hazard in the pipe)
+        counters = local + list(dep)
+        expr = self.extract(ir.subst_indices(r.body, sub), counters, stages)
+        expr = self.tile_reads(expr, stages)
+        acc = self.new_mem(stem, r.dtype, tuple(c.extent for c in dep), "the accumulator of a reduction", r.loc)
+        first = self.first_iteration(outer + local)
+        idx = tuple(ir.Index(c.name) for c in dep)
+        stages.append(Pipe(tuple(counters), (Write(acc, idx, expr, r.op, first),)))
+        if not outer:
+            return acc, stages
+        return acc, [self.loop(outer, stages)]
+
+    def check_fold_order(self, r: ir.Reduce) -> None:
+        """Builtin ops do not care about the order of a fold (they commute); a custom op is
+        only promised associativity."""
+        if r.op.expr is not None:
+            self.check_index_order(r.dims, "the custom reduce op folds in index order", r.loc)
