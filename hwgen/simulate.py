@@ -86,91 +86,22 @@ def simulate(kernel, args, waves: bool = False, dram: DramConfig | None = None, 
         raise HwgenError(f"unknown simulation target '{target}'; expected one of {', '.join(_CELLS_V)}", loc)
     t0 = time.perf_counter()
     design = elaborate(kernel, dram, target=target)
-    layout = harness.Layout(design)
-    sources = {
-        f"{kernel.name}.v": design.verilog,
-        "hwgen_tb.v": harness.tb_verilog(design),
-        "hwgen_dram.v": _DRAM_V.read_text(),
-    }
-    if target is not None:
-        sources[f"hwgen_{target}_cells.v"] = _CELLS_V[target].read_text()
-    try:
-        build_dir, hit = runner.build(sources, waves=waves)
-    except runner.ToolError as e:
-        raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
+    build_dir, hit = _build(design, target, waves, loc)
     t1 = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix=f"hwgen-{kernel.name}-"))
     try:
+        layout = harness.Layout(design)
         image = layout.image(values)
-        harness.write_hex(work / "dram_in.hex", image, layout.word_bits)
-        inputs = {f"base_{name}": base for name, base in layout.bases.items()}
-        for p in kernel.params:
-            if not p.is_array:
-                inputs[f"arg_{p.name}"] = _unsigned(values[p.name], p.dtype)
-        predicted = design.report["predicted_cycles"]
-        timeout = max(10 * predicted, predicted + 100_000) + 20 * (dram.latency + dram.jitter)
-        units = sorted(design.component.unit_names) if monitor is True else list(monitor or [])
-        flags = [f"overflow_{g.name}" for g in design.program.groups]
-        config = {"inputs": inputs, "results": [f"res_{s.name}" for s in design.program.scalar_outs] + flags,
-                  "timeout_cycles": timeout, "monitor": units, "scope": ["pe0"], "runs": runs}
-        (work / "config.json").write_text(json.dumps(config))
-        plusargs = [f"+DRAM_IN={work / 'dram_in.hex'}", f"+DRAM_OUT={work / 'dram_out.hex'}",
-                    f"+DRAM_LATENCY={dram.latency}", f"+DRAM_JITTER={dram.jitter}",
-                    f"+DRAM_SEED={(seed or 0) * 2654435761 % (1 << 31) + 1}"]
-        env = {"HWGEN_SIM_CONFIG": str(work / "config.json"), "HWGEN_SIM_RESULT": str(work / "result.json")}
-        try:
-            runner.run(build_dir, work, plusargs, env, waves=waves)
-        except runner.ToolError as e:
-            raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
-        result = json.loads((work / "result.json").read_text())
-        if result.get("earlier_runs", 0) != runs - 1:
-            raise SimulationError(
-                f"kernel '{kernel.name}': run {result['earlier_runs'] + 1} of {runs} (without a reset "
-                f"after the first) did not finish within {timeout} cycles", loc
-            )
-        if result.get("timeout"):
-            raise SimulationError(
-                f"kernel '{kernel.name}' did not finish within {timeout} cycles (predicted "
-                f"{predicted}): the hardware hangs", loc
-            )
-        if result["fault"]:
-            raise SimulationError(f"kernel '{kernel.name}' accessed DRAM outside the simulated memory", loc)
-        if result["measured"] != result["cycles"]:
-            raise SimulationError(
-                f"kernel '{kernel.name}': its cycle counter says {result['cycles']} but "
-                f"{result['measured']} clock cycles passed", loc
-            )
-        for g in design.program.groups:
-            if result["results"][f"overflow_{g.name}"]:
-                raise overflow_error(g)
-        after = harness.read_hex(work / "dram_out.hex", len(image))
-        arrays, stray = layout.read_outputs(image, after)
-        if len(stray):
-            raise SimulationError(
-                f"kernel '{kernel.name}' wrote DRAM outside its outputs ({len(stray)} words, "
-                f"first at word {int(stray[0])})", loc
-            )
-        outs = []
-        scalars = {s.name: s for s in design.program.scalar_outs}
-        for port in kernel.results:
-            if port.is_array:
-                outs.append(to_user(port, arrays[port.name]))
-            else:
-                bits = result["results"][f"res_{port.name}"]
-                outs.append(to_user(port, _signed(bits, scalars[port.name].mem.dtype)))
-        waves_path = None
-        if waves:
-            dest = Path(out_dir) / kernel.name
-            dest.mkdir(parents=True, exist_ok=True)
-            waves_path = str(dest / f"{kernel.name}.vcd")
-            shutil.copyfile(work / "dump.vcd", waves_path)
+        result = _run(design, values, layout, image, build_dir, work, dram, seed, monitor, runs, waves, loc)
+        outs = _outputs(design, layout, image, result, work, loc)
+        waves_path = _keep_waves(kernel.name, work, out_dir) if waves else None
     finally:
         shutil.rmtree(work, ignore_errors=True)
     t2 = time.perf_counter()
     return SimResult(
         outputs=outs[0] if len(outs) == 1 else tuple(outs),
         cycles=result["cycles"],
-        predicted_cycles=predicted,
+        predicted_cycles=design.report["predicted_cycles"],
         roofline_cycles=design.report["roofline_cycles"],
         waves=waves_path,
         timeline={u: list(zip(t["go"], t["done"])) for u, t in result.get("timeline", {}).items()} or None,
@@ -180,6 +111,105 @@ def simulate(kernel, args, waves: bool = False, dram: DramConfig | None = None, 
         cache_hit=hit,
         design=design,
     )
+
+
+def _build(design, target: str | None, waves: bool, loc) -> tuple:
+    """The Verilated simulator of `design` with its testbench: (build folder, cache hit)."""
+    sources = {
+        f"{design.name}.v": design.verilog,
+        "hwgen_tb.v": harness.tb_verilog(design),
+        "hwgen_dram.v": _DRAM_V.read_text(),
+    }
+    if target is not None:
+        sources[f"hwgen_{target}_cells.v"] = _CELLS_V[target].read_text()
+    try:
+        return runner.build(sources, waves=waves)
+    except runner.ToolError as e:
+        raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
+
+
+def _run(design, values: dict, layout, image, build_dir, work: Path, dram: DramConfig, seed, monitor,
+         runs: int, waves: bool, loc) -> dict:
+    """Run the simulator in `work` on the DRAM `image`; the testbench's result, checked."""
+    kernel = design.kernel
+    harness.write_hex(work / "dram_in.hex", image, layout.word_bits)
+    inputs = {f"base_{name}": base for name, base in layout.bases.items()}
+    for p in kernel.params:
+        if not p.is_array:
+            inputs[f"arg_{p.name}"] = _unsigned(values[p.name], p.dtype)
+    predicted = design.report["predicted_cycles"]
+    timeout = max(10 * predicted, predicted + 100_000) + 20 * (dram.latency + dram.jitter)
+    units = sorted(design.component.unit_names) if monitor is True else list(monitor or [])
+    flags = [f"overflow_{g.name}" for g in design.program.groups]
+    config = {"inputs": inputs, "results": [f"res_{s.name}" for s in design.program.scalar_outs] + flags,
+              "timeout_cycles": timeout, "monitor": units, "scope": ["pe0"], "runs": runs}
+    (work / "config.json").write_text(json.dumps(config))
+    plusargs = [f"+DRAM_IN={work / 'dram_in.hex'}", f"+DRAM_OUT={work / 'dram_out.hex'}",
+                f"+DRAM_LATENCY={dram.latency}", f"+DRAM_JITTER={dram.jitter}",
+                f"+DRAM_SEED={(seed or 0) * 2654435761 % (1 << 31) + 1}"]
+    env = {"HWGEN_SIM_CONFIG": str(work / "config.json"), "HWGEN_SIM_RESULT": str(work / "result.json")}
+    try:
+        runner.run(build_dir, work, plusargs, env, waves=waves)
+    except runner.ToolError as e:
+        raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
+    result = json.loads((work / "result.json").read_text())
+    _check_run(design, result, runs, timeout, loc)
+    return result
+
+
+def _check_run(design, result: dict, runs: int, timeout: int, loc) -> None:
+    """Raise a SimulationError (or the group-by's CapacityError) for a run that went wrong."""
+    name, predicted = design.kernel.name, design.report["predicted_cycles"]
+    if result.get("earlier_runs", 0) != runs - 1:
+        raise SimulationError(
+            f"kernel '{name}': run {result['earlier_runs'] + 1} of {runs} (without a reset "
+            f"after the first) did not finish within {timeout} cycles", loc
+        )
+    if result.get("timeout"):
+        raise SimulationError(
+            f"kernel '{name}' did not finish within {timeout} cycles (predicted "
+            f"{predicted}): the hardware hangs", loc
+        )
+    if result["fault"]:
+        raise SimulationError(f"kernel '{name}' accessed DRAM outside the simulated memory", loc)
+    if result["measured"] != result["cycles"]:
+        raise SimulationError(
+            f"kernel '{name}': its cycle counter says {result['cycles']} but "
+            f"{result['measured']} clock cycles passed", loc
+        )
+    for g in design.program.groups:
+        if result["results"][f"overflow_{g.name}"]:
+            raise overflow_error(g)
+
+
+def _outputs(design, layout, image, result: dict, work: Path, loc) -> list:
+    """The kernel's results, as the golden model gives them, from the dumped DRAM and ports."""
+    kernel = design.kernel
+    after = harness.read_hex(work / "dram_out.hex", len(image))
+    arrays, stray = layout.read_outputs(image, after)
+    if len(stray):
+        raise SimulationError(
+            f"kernel '{kernel.name}' wrote DRAM outside its outputs ({len(stray)} words, "
+            f"first at word {int(stray[0])})", loc
+        )
+    outs = []
+    scalars = {s.name: s for s in design.program.scalar_outs}
+    for port in kernel.results:
+        if port.is_array:
+            outs.append(to_user(port, arrays[port.name]))
+        else:
+            bits = result["results"][f"res_{port.name}"]
+            outs.append(to_user(port, _signed(bits, scalars[port.name].mem.dtype)))
+    return outs
+
+
+def _keep_waves(name: str, work: Path, out_dir) -> str:
+    """Copy the run's waveform to out_dir/<kernel>/<kernel>.vcd; its path."""
+    dest = Path(out_dir) / name
+    dest.mkdir(parents=True, exist_ok=True)
+    path = str(dest / f"{name}.vcd")
+    shutil.copyfile(work / "dump.vcd", path)
+    return path
 
 
 def verify(kernel, args, waves: bool = False, dram: DramConfig | None = None, seed=None,
