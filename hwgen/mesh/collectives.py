@@ -13,7 +13,9 @@ order, the first major (`axis_index(("x", "y")) == ix * size_y + iy`).
                                           block j (untiled: that dimension must equal the group
                                           size and member j gets row j, without the dimension)
     ppermute(x, axis_name, perm)          perm: (source, destination) pairs of group indices; a
-                                          member that is no destination receives zeros
+                                          member that is no destination receives zeros. As in
+                                          JAX, ppermute numbers a group over several axes in the
+                                          mesh's axis order, whatever the tuple's order
     all_to_all(x, axis_name, split_axis, concat_axis, *, tiled=False)
                                           member j gets block j of every member's x along
                                           `split_axis`, in member order along `concat_axis`
@@ -167,7 +169,10 @@ def ppermute(x, axis_name, perm):
     _, names, n = _axes(axis_name, what)
     node, fx, weak = _operand(x, what)
     pairs = _perm(perm, n, names, what)
-    return _result("ppermute", names, {"perm": pairs}, node, node.shape, fx, weak)
+    # JAX numbers ppermute's group members over the named axes in the mesh's axis order,
+    # whatever their order in the tuple (unlike axis_index and the other collectives)
+    mesh_order = tuple(a for a in current_mesh(what).axis_names if a in names)
+    return _result("ppermute", mesh_order, {"perm": pairs}, node, node.shape, fx, weak)
 
 
 def _perm(perm, n: int, names: tuple, what: str) -> tuple:
