@@ -14,7 +14,7 @@ from __future__ import annotations
 import weakref
 
 from .. import ir
-from ..errors import TraceError, user_loc
+from ..errors import HwgenError, TraceError, user_loc
 from ..signature import raw_dtype
 from ..trace import ArrayVal, Val, _strong, const, current, read
 from .mesh import Mesh, P
@@ -91,9 +91,11 @@ def _specs(specs, count: int, what: str, things: str, single: bool = False) -> t
         specs = tuple(specs)
     if not isinstance(specs, tuple):
         raise TraceError(f"hw.shard_map {what} must be an hw.P or a tuple of them, got {specs!r}")
-    if single or len(specs) != count:
-        got = "a single result" if single else f"{count} {things}"
-        raise TraceError(f"hw.shard_map has {len(specs)} {what} for {got}; give one hw.P per "
+    if single:
+        raise TraceError(f"hw.shard_map has {len(specs)} {what} for a single result; give one hw.P "
+                         f"(the body returns no tuple)")
+    if len(specs) != count:
+        raise TraceError(f"hw.shard_map has {len(specs)} {what} for {count} {things}; give one hw.P per "
                          f"{things.split('(')[0]} (or one hw.P for all)")
     return specs
 
@@ -119,7 +121,7 @@ def _local_result(v, k: int, count: int):
         return v.materialize(), fx
     try:
         s = const(v)
-    except Exception:
+    except HwgenError:
         raise TraceError(f"{label} of the hw.shard_map body is {v!r}; a body returns arrays and "
                          f"scalars") from None
     if ir.free_indices(s.expr):
