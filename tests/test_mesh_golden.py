@@ -141,7 +141,7 @@ def test_ppermute_partial_and_over_two_axes():
     np.testing.assert_array_equal(k(g).reshape(-1), np.roll(g.reshape(-1), 1))
     k = smap(lambda b: hw.ppermute(b, ("y", "x"), [(0, 1)]), (2, 4), hw.P("x", "y"), hw.P("x", "y"))
     want = np.zeros_like(g)
-    want[1, 0] = g[0, 0]  # ('y', 'x') index 1 is iy=0, ix=1
+    want[0, 1] = g[0, 0]  # as in JAX, ppermute numbers ('y', 'x') in mesh order: 1 is ix=0, iy=1
     np.testing.assert_array_equal(k(g), want)
 
 
