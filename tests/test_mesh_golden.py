@@ -1,6 +1,9 @@
 """The mesh golden model (hw.shard_map and the collectives) against plain numpy references
 written out PE by PE, independently of hwgen/mesh/spmd.py."""
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -232,3 +235,26 @@ def test_mesh_hardware_is_refused(method):
         f"built yet; the golden model k(*arrays) works")
     assert e.value.file == __file__
     assert open(__file__).read().splitlines()[e.value.line - 1].endswith("# L:refused")
+
+
+def test_the_example_in_docs_mesh_md_runs():
+    text = (Path(__file__).resolve().parent.parent / "docs" / "mesh.md").read_text()
+    code = re.findall(r"```python\n(.*?)```", text, re.S)[0]
+    exec(compile(code, "docs/mesh.md", "exec"), {})  # it asserts its own result
+
+
+def test_two_shard_maps_in_one_kernel():
+    @hw.kernel(mesh=M24)
+    def k(a: hw.Array[int32, 8, 8]) -> hw.Array[int32, 16, 4]:
+        first = hw.shard_map(lambda b: b, mesh=M24, in_specs=hw.P("x", "y"), out_specs=hw.P("y", "x"))(a)
+        return hw.shard_map(lambda b: hw.psum(b, "x") + 1, mesh=M24, in_specs=hw.P("x", None),
+                            out_specs=hw.P("x", None))(first * 2)
+
+    a = rand((8, 8))
+    blk = blocks_2x4(a)  # blocks (4, 2), placed again by P('y', 'x'): row block iy, column block ix
+    first = np.zeros((16, 4), np.int32)
+    for ix in range(2):
+        for iy in range(4):
+            first[4 * iy:4 * iy + 4, 2 * ix:2 * ix + 2] = blk[ix, iy]
+    total = first[:8] * 2 + first[8:] * 2 + 1  # rows split over x; the psum adds the two halves
+    np.testing.assert_array_equal(k(a), np.concatenate([total, total]))
