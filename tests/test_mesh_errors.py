@@ -1,7 +1,6 @@
 """Every mistake with meshes, shard_map and collectives raises a HwgenError whose whole message
 is checked, pointing at the user's own file and line (marked by `# L:<name>` comments)."""
 
-import numpy as np
 import pytest
 
 import hwgen as hw
@@ -176,6 +175,17 @@ def test_bad_collective_arguments():
     check(e, hw.TraceError,
           "hw.psum cannot be used inside the function given to hw.map, hw.sum or another pattern; apply it "
           "to a whole array", "inside-map")
+
+
+def test_shard_map_inside_a_pattern():
+    smap = hw.shard_map(lambda b: b, mesh=M24, in_specs=hw.P(), out_specs=hw.P())
+    with pytest.raises(hw.HwgenError) as e:
+        @hw.kernel(mesh=M24)
+        def k(a: hw.Array[int32, 8]) -> hw.Array[int32, 8]:
+            return hw.map(8, lambda i: smap(a[i]))  # L:smap-in-map
+    check(e.value, hw.TraceError,
+          "hw.shard_map cannot be used inside the function given to hw.map, hw.sum or another pattern; "
+          "call it on whole arrays", "smap-in-map")
 
 
 def test_collective_outside_shard_map():

@@ -54,7 +54,7 @@ def _trace(body, mesh: Mesh, in_specs, out_specs, args):
     _counts[trace] = number + 1
     nodes, params, local_vals = [], [], []
     for k, (a, spec) in enumerate(zip(args, specs)):
-        node, fx = _global(a, k)
+        node, fx = _global(a)
         check_spec(spec, node.shape, mesh, f"in_specs[{k}]")
         inp = ir.Input(f"%shard{number}.{k}", node.dtype, local_shape(node.shape, spec, mesh))
         nodes.append(node)
@@ -76,6 +76,9 @@ def _trace(body, mesh: Mesh, in_specs, out_specs, args):
         check_spec(spec, node.shape, mesh, f"out_specs[{k}]" if len(items) > 1 else "out_specs", split=False)
         gshapes.append(global_shape(node.shape, spec, mesh))
     sm = ir.ShardMap(mesh, specs, ospecs, tuple(nodes), tuple(params), tuple(n for n, _ in outs), loc=loc)
+    if ir.free_indices(sm):
+        raise TraceError("hw.shard_map cannot be used inside the function given to hw.map, hw.sum or "
+                         "another pattern; call it on whole arrays", loc)
     results = []
     for k, ((node, fx), shape) in enumerate(zip(outs, gshapes)):
         out = ir.ShardOut(sm, k, node.dtype, shape)
@@ -100,16 +103,13 @@ def _specs(specs, count: int, what: str, things: str, single: bool = False) -> t
     return specs
 
 
-def _global(a, k: int):
-    """The IR node of argument `k` (a global array, or a 0-d Map for a scalar), and its
+def _global(a):
+    """The IR node of an argument (a global array, or a 0-d Map for a scalar), and its
     fixed-point type if any."""
     if isinstance(a, ArrayVal):
         fx = a.dtype if raw_dtype(a.dtype) != a.dtype else None
         return a.materialize(), fx
     v = const(a)
-    if ir.free_indices(v.expr):
-        raise TraceError(f"argument {k} of hw.shard_map depends on an index of an enclosing hw.map "
-                         f"or hw.sum; call hw.shard_map on whole arrays")
     return ir.Map((), _strong(v)), v.fx
 
 
@@ -124,7 +124,4 @@ def _local_result(v, k: int, count: int):
     except HwgenError:
         raise TraceError(f"{label} of the hw.shard_map body is {v!r}; a body returns arrays and "
                          f"scalars") from None
-    if ir.free_indices(s.expr):
-        raise TraceError(f"{label} of the hw.shard_map body depends on an index of an enclosing "
-                         f"hw.map or hw.sum")
     return ir.Map((), _strong(s)), s.fx
