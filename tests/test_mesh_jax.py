@@ -127,7 +127,23 @@ def whole_mesh_forms(mesh, names):
     ]
 
 
-CASES = cases()
+def spec_forms():
+    """In and out specs beyond one axis per dimension: tuples in either order, replication,
+    axes left out of the result."""
+    out = []
+    specs = [((("y", "x"),), (("y", "x"),)), ((None, "x"), (None, "x")), (("y",), ("y", "x")),
+             ((), ("x",)), ((("x", "y"), None), (None, ("y", "x"))), (("y", "x"), ()),
+             ((None, ("x", "y")), ("x",))]
+    for mesh in ("2x4", "4x4"):
+        for k, (ins, outs) in enumerate(specs):
+            c = Case(mesh, (2, 3), lambda o, b: b * 3 + o.axis_index(("x", "y")), 2, out_spec=outs, tag=f"specs{k}")
+            c.in_spec = ins
+            c.local = None  # the global shape is fixed below
+            out.append(c)
+    return out
+
+
+CASES = cases() + spec_forms()
 
 
 @pytest.fixture(scope="module")
@@ -160,6 +176,8 @@ def run_jax(case, x, devices):
 
 
 def global_shape(case):
+    if case.local is None:
+        return (16, 48)  # divisible by every spec of spec_forms
     shape, names = MESHES[case.mesh]
     g = list(case.local)
     for d, entry in enumerate(case.in_spec):
