@@ -106,8 +106,9 @@ class Kernel:
     def show_ir(self) -> str:
         """The traced pattern IR and its dataflow graph, as text."""
         from .graph import show
+        from .mesh.show import show_shard_maps
 
-        return show(self.program)
+        return "\n".join(t for t in (show(self.program), show_shard_maps(self.program)) if t)
 
     def __repr__(self) -> str:
         return f"<hw.kernel {self.name} {self.schedule.describe()}>"

@@ -258,3 +258,23 @@ def test_two_shard_maps_in_one_kernel():
             first[4 * iy:4 * iy + 4, 2 * ix:2 * ix + 2] = blk[ix, iy]
     total = first[:8] * 2 + first[8:] * 2 + 1  # rows split over x; the psum adds the two halves
     np.testing.assert_array_equal(k(a), np.concatenate([total, total]))
+
+
+def test_show_ir_lists_the_per_pe_program():
+    @hw.kernel(mesh=M24)
+    def k(a: hw.Array[int32, 8, 12], s: int32):
+        def body(b, t):
+            g = hw.all_gather(b, "y", axis=0, tiled=True)
+            return hw.psum(g * t, "x"), hw.axis_index("x") + t
+        return hw.shard_map(body, mesh=M24, in_specs=(hw.P("x", "y"), hw.P()), out_specs=(hw.P(None, "y"), hw.P()))(a, s)
+
+    line = k.fn.__code__.co_firstlineno + 5  # the hw.shard_map call
+    assert k.show_ir().split("\n")[-7:] == [
+        f"  shard_map0 on 2x4 torus (x, y) at line {line}",
+        "    local %shard0.0: int32[4, 3] = a split by P('x', 'y')",
+        "    local %shard0.1: int32[] = map[] s split by P()",
+        "    %c0 = all_gather(%shard0.0, ('y',), axis=0, tiled=True): int32[16, 3]",
+        "    %c1 = psum(map[%0<16, %1<3] (%c0[%0, %1] * %shard0.1[]), ('x',)): int32[16, 3]",
+        "    result 0: int32[16, 3] = %c1 joined by P(None, 'y')",
+        "    result 1: int32[] = map[] (%axis.x + %shard0.1[]) joined by P()",
+    ]
