@@ -278,3 +278,21 @@ def test_show_ir_lists_the_per_pe_program():
         "    result 0: int32[16, 3] = %c1 joined by P(None, 'y')",
         "    result 1: int32[] = map[] (%axis.x + %shard0.1[]) joined by P()",
     ]
+
+
+def test_a_body_reading_another_shard_maps_result():
+    ring = hw.Mesh((4,), ("r",), topology="ring")
+
+    def scaled(w):  # traced in both bodies: the same (PE-dependent) node twice
+        return hw.map(2, lambda i: w[i] * hw.axis_index("r"))
+
+    @hw.kernel(mesh=ring)
+    def k(a: hw.Array[int32, 8], w: hw.Array[int32, 2]) -> hw.Array[int32, 8]:
+        first = hw.shard_map(lambda b: b + scaled(w), mesh=ring, in_specs=hw.P("r"), out_specs=hw.P("r"))(a)
+        return hw.shard_map(lambda b: scaled(w) + first[0:2] + b, mesh=ring, in_specs=hw.P("r"),
+                            out_specs=hw.P("r"))(a)
+
+    a, w = rand(8), rand(2)
+    first = a + np.repeat(np.arange(4), 2) * np.tile(w, 4)
+    want = np.repeat(np.arange(4), 2) * np.tile(w, 4) + np.tile(first[0:2], 4) + a
+    np.testing.assert_array_equal(k(a, w), want)

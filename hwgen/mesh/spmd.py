@@ -2,7 +2,8 @@
 
 `run_shard_map(node, ev)` splits the global arguments into one block per PE (by `in_specs`),
 gives each PE its own interp.Evaluator (its blocks, its coordinates as the Params
-'%axis.<name>', and the kernel's arguments), and evaluates the body's collectives in dependency
+'%axis.<name>', the kernel's arguments, and the global arrays computed so far, including the
+results of any other shard_map the body reads, computed globally first), and evaluates the body's collectives in dependency
 order: a collective's operand is evaluated on every PE, the collective is computed across PEs
 with numpy (collective()), and each PE's result is stored in that PE's evaluator, so what
 follows reads it like any array. The body's results are then joined by `out_specs`; a mesh axis
@@ -30,6 +31,10 @@ def run_shard_map(node: ir.ShardMap, ev: "interp.Evaluator") -> list:
     mesh = node.mesh
     pes = [mesh.coords(p) for p in range(mesh.size)]
     globals_ = [ev.array(a) for a in node.args]
+    order = body_nodes(node.body)
+    for other in order:  # other shard_maps the body reads: global values, computed globally
+        if isinstance(other, ir.ShardMap):
+            ev.shard_map(other)
     evs = []
     for coords in pes:
         args = dict(ev.args)
@@ -39,7 +44,7 @@ def run_shard_map(node: ir.ShardMap, ev: "interp.Evaluator") -> list:
         pe = interp.Evaluator(args)
         pe.arrays = dict(ev.arrays)  # global arrays computed so far are the same on every PE
         evs.append(pe)
-    for c in collectives_in_order(node.body):
+    for c in (n for n in order if isinstance(n, ir.Collective)):
         values = [pe.array(c.operand) for pe in evs]
         for pe, out in zip(evs, collective(c, values, mesh)):
             pe.arrays[c] = out
@@ -84,16 +89,15 @@ def join(values: list, spec, mesh: Mesh) -> np.ndarray:
     return np.ascontiguousarray(stacked.transpose(order).reshape(shape))
 
 
-def collectives_in_order(roots) -> list:
-    """The Collective nodes the body `roots` use, each after the collectives it depends on
-    (not looking into other shard_maps, whose bodies are evaluated on their own)."""
+def body_nodes(roots) -> list:
+    """The nodes the body `roots` use, each after the nodes it uses; other ShardMaps appear,
+    but not the nodes of their bodies (a body only reads their global results)."""
     done, order = set(), []
     stack = [(r, False) for r in reversed(roots)]
     while stack:
         n, expanded = stack.pop()
         if expanded:
-            if isinstance(n, ir.Collective):
-                order.append(n)
+            order.append(n)
             continue
         if n in done:
             continue
@@ -102,6 +106,11 @@ def collectives_in_order(roots) -> list:
         if not isinstance(n, ir.ShardMap):
             stack.extend((c, False) for c in reversed(ir.children(n)) if c not in done)
     return order
+
+
+def collectives_in_order(roots) -> list:
+    """The Collective nodes of the body `roots`, each after the collectives it depends on."""
+    return [n for n in body_nodes(roots) if isinstance(n, ir.Collective)]
 
 
 def collective(node: ir.Collective, values: list, mesh: Mesh) -> list:
