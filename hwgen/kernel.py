@@ -5,6 +5,10 @@
     kernel.simulate(*arrays)   Verilator through cocotb (see simulate.py)
     kernel.verify(*arrays)     simulate and compare with the golden model
     kernel.with_schedule(...)  the same program under another schedule
+
+A kernel may run on a mesh of processing elements (`mesh=`, an hw.Mesh, with `link=`, an
+hw.LinkConfig; see hwgen/mesh/). Its golden model works; building its hardware raises
+UnsupportedError (not implemented yet).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import functools
 from . import interp
 from .errors import user_loc
 from .lang.program import Program, trace_program
+from .mesh.checks import check_options, check_program, refuse_hardware
 from .schedule import Schedule
 from .lang.signature import check_args, to_user
 
@@ -23,11 +28,14 @@ _UNSET = object()
 class Kernel:
     """A traced kernel under a schedule. See the module docstring for its methods."""
 
-    def __init__(self, fn, schedule: Schedule, program: Program | None = None):
+    def __init__(self, fn, schedule: Schedule, program: Program | None = None, mesh=None, link=None):
         self.fn = fn
         self.name = fn.__name__
         self.schedule = schedule
+        self.mesh = mesh
+        self.link = link
         self.program = program if program is not None else trace_program(fn, schedule.loc)
+        check_program(self.program, mesh)
         schedule.check(self.program.extents, self.name)
         functools.update_wrapper(self, fn)
 
@@ -54,19 +62,21 @@ class Kernel:
             s.metapipeline if metapipeline is _UNSET else metapipeline,
             loc=user_loc(),
         )
-        return Kernel(self.fn, schedule, self.program)
+        return Kernel(self.fn, schedule, self.program, self.mesh, self.link)
 
     def build(self, out_dir="rtl_out", dram=None, show_ir=None):
         """Elaborate the hardware and write out_dir/<kernel>/<kernel>.v and report.json.
         `show_ir=True` prints the IR after each compiler pass (default: $HWGEN_SHOW_IR)."""
         from .build import build
 
+        refuse_hardware(self, "build")
         return build(self, out_dir=out_dir, dram=dram, show_ir=show_ir)
 
     def elaborate(self, dram=None):
         """The hardware design in memory (no files written): a `build.Design`."""
         from .build import elaborate
 
+        refuse_hardware(self, "elaborate")
         return elaborate(self, dram=dram)
 
     def simulate(self, *args, waves=False, dram=None, seed=None, monitor=None, target=None):
@@ -74,6 +84,7 @@ class Kernel:
         target="ecp5" runs the netlist that synthesis for ECP5 uses."""
         from .simulate import simulate
 
+        refuse_hardware(self, "simulate")
         return simulate(self, args, waves=waves, dram=dram, seed=seed, monitor=monitor, target=target)
 
     def verify(self, *args, waves=False, dram=None, seed=None, target=None, runs=1):
@@ -81,6 +92,7 @@ class Kernel:
         `runs`: run the kernel that many times without a reset in between; the last is checked."""
         from .simulate import verify
 
+        refuse_hardware(self, "verify")
         return verify(self, args, waves=waves, dram=dram, seed=seed, target=target, runs=runs)
 
     def synthesize(self, target="ecp5", device=None, out_dir="rtl_out", freq=100.0, dram=None) -> dict:
@@ -88,22 +100,26 @@ class Kernel:
         returns the resources and Fmax, also stored in report.json under "synthesis"."""
         from .synth import synthesize_build
 
+        refuse_hardware(self, "synthesize")
         return synthesize_build(self.build(out_dir=out_dir, dram=dram), target, device, freq)
 
     def show_ir(self) -> str:
         """The traced pattern IR and its dataflow graph, as text."""
         from .graph import show
+        from .mesh.show import show_shard_maps
 
-        return show(self.program)
+        return "\n".join(t for t in (show(self.program), show_shard_maps(self.program)) if t)
 
     def __repr__(self) -> str:
         return f"<hw.kernel {self.name} {self.schedule.describe()}>"
 
 
-def kernel(fn=None, *, tile=None, par=None, metapipeline=True):
-    """Decorator: `@hw.kernel` or `@hw.kernel(tile={...}, par={...}, metapipeline=True)`."""
+def kernel(fn=None, *, tile=None, par=None, metapipeline=True, mesh=None, link=None):
+    """Decorator: `@hw.kernel` or `@hw.kernel(tile={...}, par={...}, metapipeline=True,
+    mesh=hw.Mesh(...), link=hw.LinkConfig(...))`."""
     loc = user_loc()
     schedule = Schedule.parse(tile, par, metapipeline, loc)
+    check_options(mesh, link, loc)
     if fn is not None:
-        return Kernel(fn, schedule)
-    return lambda f: Kernel(f, schedule)
+        return Kernel(fn, schedule, mesh=mesh, link=link)
+    return lambda f: Kernel(f, schedule, mesh=mesh, link=link)

@@ -42,7 +42,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .bram import BlockRam
-from ..passes.memplan import BANK_FANOUT, MUX_GROUP, congruent_banks
+from ..passes.memplan import BANK_FANOUT, MUX_GROUP
 from ..timing import FANOUT
 from .datapath import dtype_shape, select
 from .device import KEEP

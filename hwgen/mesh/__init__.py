@@ -1,0 +1,11 @@
+"""Meshes of processing elements (SPEC section 7): the mesh and its specs (mesh.py, specs.py),
+per-PE programs (shard.py), collectives (collectives.py), their golden model (spmd.py), the
+kernel-level rules (checks.py) and their text for show_ir (show.py). Hardware for meshes is not
+built yet: building a mesh kernel raises UnsupportedError."""
+
+from .collectives import all_gather, all_to_all, axis_index, pmax, pmin, ppermute, psum, psum_scatter
+from .mesh import LinkConfig, Mesh, P
+from .shard import shard_map
+
+__all__ = ["LinkConfig", "Mesh", "P", "all_gather", "all_to_all", "axis_index", "pmax", "pmin",
+           "ppermute", "psum", "psum_scatter", "shard_map"]
