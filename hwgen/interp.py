@@ -156,27 +156,10 @@ class Evaluator:
             return np.full((1,) * ndim, e.value, dtype=e.dtype.np)
         if isinstance(e, ir.Param):
             return np.full((1,) * ndim, frame.params[e.name], dtype=e.dtype.np)
-        if isinstance(e, ir.Index) and e.name in frame.fixed:
-            return np.full((1,) * ndim, frame.fixed[e.name], dtype=np.int64)
         if isinstance(e, ir.Index):
-            axis = len(frame.names) - 1 - frame.names[::-1].index(e.name)  # the innermost binding
-            shape = [1] * ndim
-            shape[axis] = frame.extents[axis]
-            return np.arange(frame.extents[axis], dtype=np.int64).reshape(shape)
+            return self._index(e, frame)
         if isinstance(e, (ir.Read, ir.MemRead)):
-            idx = [self._expr(i, frame, memo) for i in e.idx]
-            if isinstance(e, ir.MemRead):
-                src = frame.mems[e.mem.name]
-            elif isinstance(e.src, (ir.Map, ir.MultiFold)) and ir.free_indices(e.src):
-                if isinstance(e.src, ir.MultiFold):
-                    raise NotImplementedError("a multifold inside a pattern that it depends on")
-                return self._read_open_map(e, frame, memo)
-            else:
-                src = self.array(e.src)
-            if not idx:
-                return np.full((1,) * ndim, src[()], dtype=src.dtype)
-            idx = np.broadcast_arrays(*idx)
-            return np.asarray(src[tuple(idx)])
+            return self._read(e, frame, memo)
         if isinstance(e, ir.Unary):
             return _UNARY[e.op](self._expr(e.a, frame, memo)).astype(e.dtype.np, copy=False)
         if isinstance(e, ir.Binary):
@@ -197,6 +180,33 @@ class Evaluator:
         if isinstance(e, ir.Reduce):
             return self._reduce(e, frame)
         raise TypeError(f"interp: unknown node {type(e).__name__}")
+
+    @staticmethod
+    def _index(e: ir.Index, frame: Frame) -> np.ndarray:
+        """An index's values along its axis of the frame (its innermost binding), or its fixed value."""
+        ndim = len(frame.names)
+        if e.name in frame.fixed:
+            return np.full((1,) * ndim, frame.fixed[e.name], dtype=np.int64)
+        axis = len(frame.names) - 1 - frame.names[::-1].index(e.name)  # the innermost binding
+        shape = [1] * ndim
+        shape[axis] = frame.extents[axis]
+        return np.arange(frame.extents[axis], dtype=np.int64).reshape(shape)
+
+    def _read(self, e, frame: Frame, memo: dict) -> np.ndarray:
+        """An element read of an array (a Read) or of an on-chip memory (a MemRead)."""
+        idx = [self._expr(i, frame, memo) for i in e.idx]
+        if isinstance(e, ir.MemRead):
+            src = frame.mems[e.mem.name]
+        elif isinstance(e.src, (ir.Map, ir.MultiFold)) and ir.free_indices(e.src):
+            if isinstance(e.src, ir.MultiFold):
+                raise NotImplementedError("a multifold inside a pattern that it depends on")
+            return self._read_open_map(e, frame, memo)
+        else:
+            src = self.array(e.src)
+        if not idx:
+            return np.full((1,) * len(frame.names), src[()], dtype=src.dtype)
+        idx = np.broadcast_arrays(*idx)
+        return np.asarray(src[tuple(idx)])
 
     def _read_open_map(self, e: ir.Read, frame: Frame, memo: dict) -> np.ndarray:
         """A Map that uses outer indices is read by substituting its indices (fusion)."""

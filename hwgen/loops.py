@@ -207,46 +207,50 @@ def show(prog: LoopProgram) -> str:
     for m in prog.mems:
         lines.append(f"  mem {m.name}: {m.dtype.name}{list(m.shape)}")
 
-    def fmt(e) -> str:
-        return _expr_str(e)
-
     def go(c, depth):
         pad = "  " * depth
-        if isinstance(c, Loop):
-            ctrs = ", ".join(f"{k.name}<{k.extent}" + (f" par {k.par}" if k.par > 1 else "") for k in c.counters)
-            kind = "metapipe" if c.meta else "sequential"
-            lines.append(f"{pad}{kind} loop{_named(c)} [{ctrs}]")
-            for s in c.stages:
-                go(s, depth + 1)
-        elif isinstance(c, Parallel):
-            lines.append(f"{pad}parallel{_named(c)}")
-            for s in c.children:
-                go(s, depth + 1)
-        elif isinstance(c, Pipe):
-            ctrs = ", ".join(f"{k.name}<{k.extent}" + (f" par {k.par}" if k.par > 1 else "") for k in c.counters)
-            lines.append(f"{pad}pipe{_named(c)} [{ctrs}]")
-            for w in c.writes:
-                if isinstance(w, GroupWrite):
-                    lines.append(f"{pad}  group {w.group.name}: key {fmt(w.key)} values {', '.join(fmt(v) for v in w.values)}")
-                    continue
-                if isinstance(w, AppendWrite):
-                    items = ", ".join(f"{fmt(v)} if {fmt(c_)}" for c_, v in zip(w.conds, w.items))
-                    lines.append(f"{pad}  append to {w.values.name} (count {w.count.name}): {items}")
-                    continue
-                target = f"{w.mem.name}[{', '.join(fmt(i) for i in w.idx)}]"
-                if w.op is None:
-                    lines.append(f"{pad}  {target} = {fmt(w.value)}")
-                else:
-                    lines.append(f"{pad}  {target} {w.op.op}= {fmt(w.value)}  (first: {fmt(w.first)})")
-        elif isinstance(c, Load):
-            lines.append(f"{pad}load{_named(c)} {c.dram.name}[{', '.join(fmt(o) for o in c.origin)} +{list(c.mem.shape)}] -> {c.mem.name}")
-        elif isinstance(c, Store):
-            lines.append(f"{pad}store{_named(c)} {c.mem.name} -> {c.dram.name}[{', '.join(fmt(o) for o in c.origin)} +{list(c.shape)}]")
+        lines.append(pad + _head(c))
+        if isinstance(c, Pipe):
+            lines.extend(f"{pad}  {_write_str(w)}" for w in c.writes)
+        for s in children(c):
+            go(s, depth + 1)
 
     go(prog.root, 1)
     for s in prog.scalar_outs:
         lines.append(f"  result {s.name} = {s.mem.name}")
     return "\n".join(lines)
+
+
+def _counters_str(counters) -> str:
+    return ", ".join(f"{k.name}<{k.extent}" + (f" par {k.par}" if k.par > 1 else "") for k in counters)
+
+
+def _head(c) -> str:
+    """One controller's line in `show`."""
+    if isinstance(c, Loop):
+        return f"{'metapipe' if c.meta else 'sequential'} loop{_named(c)} [{_counters_str(c.counters)}]"
+    if isinstance(c, Parallel):
+        return f"parallel{_named(c)}"
+    if isinstance(c, Pipe):
+        return f"pipe{_named(c)} [{_counters_str(c.counters)}]"
+    if isinstance(c, Load):
+        origin = ", ".join(_expr_str(o) for o in c.origin)
+        return f"load{_named(c)} {c.dram.name}[{origin} +{list(c.mem.shape)}] -> {c.mem.name}"
+    origin = ", ".join(_expr_str(o) for o in c.origin)
+    return f"store{_named(c)} {c.mem.name} -> {c.dram.name}[{origin} +{list(c.shape)}]"
+
+
+def _write_str(w) -> str:
+    """One write of a pipe, in `show`."""
+    if isinstance(w, GroupWrite):
+        return f"group {w.group.name}: key {_expr_str(w.key)} values {', '.join(_expr_str(v) for v in w.values)}"
+    if isinstance(w, AppendWrite):
+        items = ", ".join(f"{_expr_str(v)} if {_expr_str(c)}" for c, v in zip(w.conds, w.items))
+        return f"append to {w.values.name} (count {w.count.name}): {items}"
+    target = f"{w.mem.name}[{', '.join(_expr_str(i) for i in w.idx)}]"
+    if w.op is None:
+        return f"{target} = {_expr_str(w.value)}"
+    return f"{target} {w.op.op}= {_expr_str(w.value)}  (first: {_expr_str(w.first)})"
 
 
 def _named(c) -> str:

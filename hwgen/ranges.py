@@ -29,64 +29,74 @@ def _range(node, extents, memo):
         return node.value, node.value
     if isinstance(node, ir.Index):
         return (0, extents[node.name] - 1) if node.name in extents else full
-    if isinstance(node, ir.Binary) and node.op == "shl" and isinstance(node.b, ir.Const) and 0 <= node.b.value < 64:
-        lo, hi = value_range(node.a, extents, memo)
-        lo, hi = lo << node.b.value, hi << node.b.value
-        return (lo, hi) if dt.fits(lo) and dt.fits(hi) else full
-    if isinstance(node, ir.Binary) and node.op == "shr" and isinstance(node.b, ir.Const) \
-            and 0 <= node.b.value < dt.bits:  # floor division by a power of two: monotonic
-        lo, hi = value_range(node.a, extents, memo)
-        return lo >> node.b.value, hi >> node.b.value
-    if isinstance(node, ir.Binary) and node.op in ir.COMPARE:
-        return 0, 1
+    if isinstance(node, ir.Binary):
+        return _binary_range(node, extents, memo, full)
     if isinstance(node, ir.Cast):
         if dt.is_bool:
             return 0, 1
-        lo, hi = value_range(node.a, extents, memo)
-        return (lo, hi) if dt.fits(lo) and dt.fits(hi) else full
+        return _fit(value_range(node.a, extents, memo), dt, full)
     if isinstance(node, ir.Select):
         a, b = value_range(node.a, extents, memo), value_range(node.b, extents, memo)
         return min(a[0], b[0]), max(a[1], b[1])
     if isinstance(node, ir.Table):
         return min(node.values), max(node.values)
-    if isinstance(node, ir.Binary) and node.op in ("floordiv", "mod") and isinstance(node.b, ir.Const) \
-            and node.b.value > 0:
-        lo, hi = value_range(node.a, extents, memo)
-        c = node.b.value
-        if node.op == "mod":  # floor remainder: from 0 to c - 1, or less when a's range is narrow
-            return (lo % c, hi % c) if lo // c == hi // c else (0, c - 1)
-        return lo // c, hi // c
-    if isinstance(node, ir.Binary) and node.op == "and":
-        (alo, ahi), (blo, bhi) = value_range(node.a, extents, memo), value_range(node.b, extents, memo)
-        if alo >= 0 and blo >= 0:  # masking with a non-negative value bounds the result
-            return 0, min(ahi, bhi)
-        if blo >= 0 or alo >= 0:
-            return 0, bhi if blo >= 0 else ahi
-        return full
-    if isinstance(node, ir.Binary) and node.op == "or" and not dt.is_bool:
-        return _or_range(value_range(node.a, extents, memo), value_range(node.b, extents, memo), full)
-    if isinstance(node, ir.Binary) and node.op in ("add", "sub", "mul", "max", "min"):
-        (alo, ahi), (blo, bhi) = value_range(node.a, extents, memo), value_range(node.b, extents, memo)
-        if node.op == "add":
-            lo, hi = alo + blo, ahi + bhi
-        elif node.op == "sub":
-            lo, hi = alo - bhi, ahi - blo
-        elif node.op == "mul":
-            p = (alo * blo, alo * bhi, ahi * blo, ahi * bhi)
-            lo, hi = min(p), max(p)
-        elif node.op == "max":
-            lo, hi = max(alo, blo), max(ahi, bhi)
-        else:
-            lo, hi = min(alo, blo), min(ahi, bhi)
-        return (lo, hi) if dt.fits(lo) and dt.fits(hi) else full
     if isinstance(node, ir.Unary) and node.op in ("neg", "abs"):
         lo, hi = value_range(node.a, extents, memo)
         if node.op == "neg":
             lo, hi = -hi, -lo
         else:
             lo, hi = (0 if lo <= 0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
-        return (lo, hi) if dt.fits(lo) and dt.fits(hi) else full
+        return _fit((lo, hi), dt, full)
     return full
+
+
+def _fit(bounds: tuple, dt, full: tuple) -> tuple:
+    """`bounds` if the dtype holds both, else the dtype's whole range (the value wraps)."""
+    return bounds if dt.fits(bounds[0]) and dt.fits(bounds[1]) else full
+
+
+def _binary_range(node, extents, memo, full: tuple) -> tuple:
+    dt, op, b = node.dtype, node.op, node.b
+    if op in ir.COMPARE:
+        return 0, 1
+    if op == "shl" and isinstance(b, ir.Const) and 0 <= b.value < 64:
+        lo, hi = value_range(node.a, extents, memo)
+        return _fit((lo << b.value, hi << b.value), dt, full)
+    if op == "shr" and isinstance(b, ir.Const) and 0 <= b.value < dt.bits:  # floor division by 2**k
+        lo, hi = value_range(node.a, extents, memo)
+        return lo >> b.value, hi >> b.value
+    if op in ("floordiv", "mod") and isinstance(b, ir.Const) and b.value > 0:
+        lo, hi = value_range(node.a, extents, memo)
+        c = b.value
+        if op == "mod":  # floor remainder: from 0 to c - 1, or less when a's range is narrow
+            return (lo % c, hi % c) if lo // c == hi // c else (0, c - 1)
+        return lo // c, hi // c
+    if op == "and":
+        (alo, ahi), (blo, bhi) = value_range(node.a, extents, memo), value_range(b, extents, memo)
+        if alo >= 0 and blo >= 0:  # masking with a non-negative value bounds the result
+            return 0, min(ahi, bhi)
+        if blo >= 0 or alo >= 0:
+            return 0, bhi if blo >= 0 else ahi
+        return full
+    if op == "or" and not dt.is_bool:
+        return _or_range(value_range(node.a, extents, memo), value_range(b, extents, memo), full)
+    if op in _ARITH:
+        return _fit(_ARITH[op](value_range(node.a, extents, memo), value_range(b, extents, memo)), dt, full)
+    return full
+
+
+def _products(a: tuple, b: tuple) -> tuple:
+    p = (a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1])
+    return min(p), max(p)
+
+
+_ARITH = {  # bounds of the exact result from the operands' bounds
+    "add": lambda a, b: (a[0] + b[0], a[1] + b[1]),
+    "sub": lambda a, b: (a[0] - b[1], a[1] - b[0]),
+    "mul": _products,
+    "max": lambda a, b: (max(a[0], b[0]), max(a[1], b[1])),
+    "min": lambda a, b: (min(a[0], b[0]), min(a[1], b[1])),
+}
 
 
 def _or_range(a: tuple, b: tuple, full: tuple) -> tuple:

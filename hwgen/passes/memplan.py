@@ -178,44 +178,59 @@ def collect(prog: LoopProgram, words: int) -> list:
             for c in ctrl.children:
                 go(c, path)
         elif isinstance(ctrl, Pipe):
-            for w in ctrl.writes:
-                reads(ctrl, path, write_exprs(w))
-                if isinstance(w, GroupWrite):
-                    continue  # the group's memory takes the update itself
-                if isinstance(w, AppendWrite):
-                    one = ((),)
-                    text = f"the count {w.count.name}"
-                    out.append(Access(w.count, ctrl, path, False, one, text, ((),)))
-                    out.append(Access(w.count, ctrl, path, True, one, text, ((),)))
-                    lanes = tuple((k,) for k in range(len(w.items)))
-                    names = tuple((("item", k),) for k in range(len(w.items)))
-                    out.append(Access(w.values, ctrl, path, True, lanes, f"the appends to {w.values.name}", names))
-                    continue
-                target = f"the write to {w.mem.name}[{', '.join(_expr_str(i) for i in w.idx)}]"
-                lanes, names = lane_offsets(w.idx, ctrl.counters)
-                if w.op is not None:
-                    out.append(Access(w.mem, ctrl, path, False, lanes, target, names))
-                out.append(Access(w.mem, ctrl, path, True, lanes, target, names))
+            out.extend(_pipe_accesses(ctrl, path))
         elif isinstance(ctrl, (Load, Store)):
-            shape = ctrl.mem.shape
-            n = min(words, shape[-1]) if shape else 1
-            lanes = tuple(tuple([0] * (len(shape) - 1) + [k]) for k in range(n)) if shape else ((),)
-            names = tuple((("word", k),) for k in range(len(lanes)))
-            out.append(Access(ctrl.mem, ctrl, path, isinstance(ctrl, Load), lanes,
-                              f"the {'load' if isinstance(ctrl, Load) else 'store'} of '{ctrl.dram.name}'", names))
-            if isinstance(ctrl, Store) and ctrl.limit is not None:
-                reads(ctrl, path, [ctrl.limit])
-
-    def reads(ctrl, path, exprs):
-        counters = getattr(ctrl, "counters", ())
-        for e in exprs:
-            for n in ir.walk(e):
-                if isinstance(n, ir.MemRead):
-                    lanes, names = lane_offsets(n.idx, counters)
-                    text = f"the read {n.source or _expr_str(n)}"
-                    out.append(Access(n.mem, ctrl, path, False, lanes, text, names))
+            out.extend(_transfer_accesses(ctrl, path, words))
 
     go(prog.root, ())
+    return out
+
+
+def _pipe_accesses(ctrl: Pipe, path: tuple) -> list:
+    out = []
+    for w in ctrl.writes:
+        out.extend(_reads(ctrl, path, write_exprs(w)))
+        if isinstance(w, GroupWrite):
+            continue  # the group's memory takes the update itself
+        if isinstance(w, AppendWrite):
+            one = ((),)
+            text = f"the count {w.count.name}"
+            out.append(Access(w.count, ctrl, path, False, one, text, ((),)))
+            out.append(Access(w.count, ctrl, path, True, one, text, ((),)))
+            lanes = tuple((k,) for k in range(len(w.items)))
+            names = tuple((("item", k),) for k in range(len(w.items)))
+            out.append(Access(w.values, ctrl, path, True, lanes, f"the appends to {w.values.name}", names))
+            continue
+        target = f"the write to {w.mem.name}[{', '.join(_expr_str(i) for i in w.idx)}]"
+        lanes, names = lane_offsets(w.idx, ctrl.counters)
+        if w.op is not None:
+            out.append(Access(w.mem, ctrl, path, False, lanes, target, names))
+        out.append(Access(w.mem, ctrl, path, True, lanes, target, names))
+    return out
+
+
+def _transfer_accesses(ctrl, path: tuple, words: int) -> list:
+    """A tile load's writes (or a store's reads): one lane per word of a DRAM beat."""
+    shape = ctrl.mem.shape
+    n = min(words, shape[-1]) if shape else 1
+    lanes = tuple(tuple([0] * (len(shape) - 1) + [k]) for k in range(n)) if shape else ((),)
+    names = tuple((("word", k),) for k in range(len(lanes)))
+    out = [Access(ctrl.mem, ctrl, path, isinstance(ctrl, Load), lanes,
+                  f"the {'load' if isinstance(ctrl, Load) else 'store'} of '{ctrl.dram.name}'", names)]
+    if isinstance(ctrl, Store) and ctrl.limit is not None:
+        out.extend(_reads(ctrl, path, [ctrl.limit]))
+    return out
+
+
+def _reads(ctrl, path: tuple, exprs) -> list:
+    counters = getattr(ctrl, "counters", ())
+    out = []
+    for e in exprs:
+        for n in ir.walk(e):
+            if isinstance(n, ir.MemRead):
+                lanes, names = lane_offsets(n.idx, counters)
+                text = f"the read {n.source or _expr_str(n)}"
+                out.append(Access(n.mem, ctrl, path, False, lanes, text, names))
     return out
 
 
