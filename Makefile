@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PATTERNS := $(wildcard patterns/*.py)
 JOBS ?= 2
 
-.PHONY: help install run test rtl sim ablation bench clean clean-cache
+.PHONY: help install run test lint format rtl sim ablation bench clean clean-cache
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -23,8 +23,18 @@ run: $(STAMP) ## build every pattern into rtl_out/, then simulate and check patt
 	@for p in $(PATTERNS); do $(BIN)/hwgen build $$p || exit 1; done
 	$(BIN)/hwgen sim patterns/dotproduct.py
 
-test: $(STAMP) ## install, then run every test (Verilator ones included) on $(JOBS) workers
+test: $(STAMP) lint ## install, lint, then run every test (Verilator ones included) on $(JOBS) workers
 	$(BIN)/pytest -q -n $(JOBS) tests
+
+LINTED := hwgen sim tests benchmarks patterns
+
+lint: $(STAMP) ## ruff check and ruff format --check (configured in pyproject.toml)
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
+
+format: $(STAMP) ## rewrite the sources in ruff's format and fix what ruff can
+	$(BIN)/ruff check --fix $(LINTED)
+	$(BIN)/ruff format $(LINTED)
 
 rtl: $(STAMP) ## build every pattern into rtl_out/
 	@for p in $(PATTERNS); do $(BIN)/hwgen build $$p || exit 1; done
