@@ -56,17 +56,36 @@ class Schedule:
                         f"{extent}", self.loc
                     )
         for name, lanes in self.par.items():
+            if lanes > 1 and name not in self.tile:  # it gets tiles of `lanes` (lanes run inside a tile)
+                for extent in sorted({e for n, e in extents.items() if n.split(".", 1)[0] == name}):
+                    if extent % lanes:
+                        raise ScheduleError(
+                            f"par {lanes} for index '{name}' needs tiles of a multiple of {lanes} "
+                            f"elements, which do not divide its extent {extent}; choose lanes "
+                            f"that divide {extent}", self.loc
+                        )
+                continue
             tile = self.tile.get(name, 1)
             if lanes > 1 and tile % lanes:
-                hint = f"tile it by a multiple of {lanes}" if name not in self.tile else \
-                    f"use a tile size that is a multiple of {lanes}"
                 raise ScheduleError(
                     f"par {lanes} for index '{name}' needs its tile size ({tile}) to be a "
-                    f"multiple of {lanes}: lanes run inside a tile; {hint}", self.loc
+                    f"multiple of {lanes}: lanes run inside a tile; use a tile size that is a "
+                    f"multiple of {lanes}", self.loc
                 )
 
+    @property
+    def tiles(self) -> dict:
+        """The tile sizes the compiler uses: `tile`, plus tiles of `lanes` for an index given
+        lanes but no tile size (the smallest tile its lanes need)."""
+        implied = {n: lanes for n, lanes in self.par.items() if lanes > 1 and n not in self.tile}
+        return {**self.tile, **implied}
+
     def describe(self) -> dict:
-        return {"tile": dict(self.tile), "par": dict(self.par), "metapipeline": self.metapipeline}
+        out = {"tile": dict(self.tile), "par": dict(self.par), "metapipeline": self.metapipeline}
+        implied = {n: t for n, t in self.tiles.items() if n not in self.tile}
+        if implied:
+            out["implied_tile"] = implied  # tiles the lanes needed (see `tiles`)
+        return out
 
 
 def _sizes(value, what: str, loc) -> dict:

@@ -228,10 +228,18 @@ def test_par_must_divide_its_tile():
           "par 3 for index 'i' needs its tile size (8) to be a multiple of 3: lanes run inside a "
           "tile; use a tile size that is a multiple of 3", "par-divide")
     with pytest.raises(hw.HwgenError) as e:
-        total.with_schedule(par={"i": 4})  # L:par-untiled
+        total.with_schedule(par={"i": 3})  # L:par-untiled
     check(e.value, hw.ScheduleError,
-          "par 4 for index 'i' needs its tile size (1) to be a multiple of 4: lanes run inside a "
-          "tile; tile it by a multiple of 4", "par-untiled")
+          "par 3 for index 'i' needs tiles of a multiple of 3 elements, which do not divide its "
+          "extent 16; choose lanes that divide 16", "par-untiled")
+
+
+def test_par_without_a_tile_gets_the_smallest_tile_its_lanes_need():
+    kernel = total.with_schedule(par={"i": 4})
+    assert kernel.schedule.tiles == {"i": 4}
+    report = kernel.elaborate().report
+    assert report["schedule"]["implied_tile"] == {"i": 4}
+    assert report["lanes"] == 4
 
 
 def test_parallel_access_the_banking_cannot_serve():

@@ -35,3 +35,14 @@ def test_helper_over_two_extents_in_verilator():
     from test_lower import two_sizes_kernel
     kernel, args, want = two_sizes_kernel()
     np.testing.assert_array_equal(kernel.with_schedule(tile={"i": 2, "r": 4}).verify(*args).outputs, want)
+
+
+def test_par_without_a_tile_in_verilator():
+    @hw.kernel(par={"i": 4})  # no tile for 'i': tiles of 4, the smallest its lanes need
+    def row_max(x: hw.Array[hw.int32, 8, 12]) -> hw.Array[hw.int32, 8]:
+        return hw.map(8, lambda r: hw.max(12, lambda i: x[r, i]))
+
+    x = np.random.default_rng(3).integers(-1000, 1000, (8, 12)).astype(np.int32)
+    r = row_max.verify(x)
+    np.testing.assert_array_equal(r.outputs, x.max(axis=1))
+    assert r.cycles == r.predicted_cycles

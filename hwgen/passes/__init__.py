@@ -36,7 +36,7 @@ from .pipeplan import plan_pipe
 
 
 def _lower(program, schedule) -> LoopProgram:
-    return lower(program, schedule.tile, schedule.par)
+    return lower(program, schedule.tiles, schedule.par)
 
 
 PIPELINE = (
