@@ -20,11 +20,12 @@ import os
 import shutil
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass, field, replace
 
 from . import loops
 from .dram import DramConfig, word_bits
-from .errors import HwgenError
+from .errors import HwgenError, LanesWarning
 from .hw import device
 from .hw.top import Top
 from .model import predict
@@ -76,6 +77,7 @@ def elaborate(kernel, dram: DramConfig | None = None, target: str | None = None,
     dram = dram or DramConfig()
     started = time.perf_counter()
     compiled = compile_kernel(kernel, dram, show_ir)
+    warn_idle_lanes(kernel, dram, predict(compiled, dram))
     try:
         with device.primitives(target):
             t = time.perf_counter()
@@ -92,6 +94,46 @@ def elaborate(kernel, dram: DramConfig | None = None, target: str | None = None,
     elapsed = time.perf_counter() - started
     report = make_report(kernel, dram, compiled, word_bits(d.dtype for d in compiled.program.drams), elapsed)
     return Design(kernel, dram, compiled, top, text, report)
+
+
+def idle_lanes(kernel, dram: DramConfig, prediction) -> tuple | None:
+    """(index, lanes, cycles) when a quarter or fewer of an index's lanes already give no more
+    predicted cycles (the DRAM cannot feed the rest), else None. Tries the schedule's `par`
+    entries one at a time, halving while the prediction holds."""
+    from .kernel import Kernel
+    from .schedule import Schedule
+
+    s = kernel.schedule
+    for name, lanes in s.par.items():
+        best, fewer = None, lanes // 2
+        while fewer >= 1 and lanes % fewer == 0:
+            schedule = Schedule(s.tile, {**s.par, name: fewer}, s.metapipeline, s.loc)
+            try:
+                cycles = predict(compile_kernel(Kernel(kernel.fn, schedule, kernel.program), dram), dram).cycles
+            except HwgenError:
+                break
+            if cycles > prediction.cycles:
+                break
+            best, fewer = (name, fewer, cycles), fewer // 2
+        if best is not None and best[1] * 4 <= lanes:
+            return best
+    return None
+
+
+def warn_idle_lanes(kernel, dram: DramConfig, prediction) -> None:
+    """Warn (LanesWarning, at the schedule's line) when lanes exceed what DRAM can feed."""
+    found = idle_lanes(kernel, dram, prediction)
+    if found is None:
+        return
+    name, lanes, cycles = found
+    message = (f"kernel '{kernel.name}': par {kernel.schedule.par[name]} on '{name}' is more than the "
+               f"DRAM can feed: par {lanes} gives {cycles} cycles against {prediction.cycles} (memory "
+               f"bound {prediction.memory_bound}); more lanes only add banks and build time, so use par {lanes}")
+    loc = kernel.schedule.loc
+    if loc is None:
+        warnings.warn(message, LanesWarning, stacklevel=3)
+    else:
+        warnings.warn_explicit(message, LanesWarning, loc.file, loc.line)
 
 
 def make_report(kernel, dram: DramConfig, compiled: Compiled, bits: int, seconds: float) -> dict:

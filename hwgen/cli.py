@@ -15,11 +15,12 @@ import inspect
 import os
 import sys
 import time
+import warnings
 
 import numpy as np
 
 from .dram import DramConfig
-from .errors import CliError, HwgenError, Loc, MismatchError, show_path
+from .errors import CliError, HwgenError, LanesWarning, Loc, MismatchError, show_path
 from .kernel import Kernel
 from .lang.signature import check_args
 
@@ -211,7 +212,19 @@ def cmd_synth(args) -> int:
     return 0
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """hwgen's warnings as one line, `warning: FILE:LINE: message`, like its errors."""
+    if issubclass(category, LanesWarning):
+        print(f"warning: {filename}:{lineno}: {message}", file=sys.stderr)
+    else:
+        _python_show_warning(message, category, filename, lineno, file, line)
+
+
+_python_show_warning = warnings.showwarning
+
+
 def main(argv=None) -> int:
+    warnings.showwarning = _show_warning
     try:
         args = _parser().parse_args(argv)
         if args.command is None:

@@ -141,3 +141,8 @@ class MismatchError(HwgenError):
 
 class CliError(HwgenError):
     """Bad command-line arguments or an app file the CLI cannot use."""
+
+
+class LanesWarning(UserWarning):
+    """A schedule whose parallel lanes the DRAM cannot feed: the kernel is memory-bound, so
+    fewer lanes give the same cycles with fewer banks and a faster build."""

@@ -53,3 +53,32 @@ def test_random_schedules_in_verilator(tmp_path_factory, data):
     design = kernel.build(out_dir=tmp_path_factory.mktemp("rtl"))
     warnings = runner.lint(design.paths["verilog"], design.paths["waivers"])
     assert "%Warning" not in warnings and "%Error" not in warnings, warnings
+
+
+def test_lanes_the_dram_cannot_feed_are_warned_about_at_the_schedule():
+    import warnings
+
+    from hwgen.build import compile_kernel, idle_lanes
+    from hwgen.dram import DramConfig
+    from hwgen.errors import LanesWarning
+    from hwgen.model import predict
+
+    n = 16384
+
+    @hw.kernel(tile={"i": 4096}, par={"i": 1024})  # once 67 s and 1.3 GB to build, no faster than par 4
+    def scale(x: hw.Array[hw.int32, n]) -> hw.Array[hw.int32, n]:
+        return hw.map(n, lambda i: x[i] * 3 + 1)
+
+    prediction = predict(compile_kernel(scale), DramConfig())
+    name, lanes, cycles = idle_lanes(scale, DramConfig(), prediction)
+    assert (name, lanes) == ("i", 4) and cycles <= prediction.cycles
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        from hwgen.build import warn_idle_lanes
+
+        warn_idle_lanes(scale, DramConfig(), prediction)
+    (w,) = caught
+    assert w.category is LanesWarning and w.filename == __file__
+    assert "par 1024 on 'i' is more than the DRAM can feed: par 4 gives" in str(w.message)
+    small = scale.with_schedule(tile={"i": 1024}, par={"i": 4})
+    assert idle_lanes(small, DramConfig(), predict(compile_kernel(small), DramConfig())) is None
