@@ -6,25 +6,18 @@ import pytest
 
 import hwgen as hw
 from hwgen import int16, int32
+import markers
 
 N = 16
 HERE = __file__
 
 
 def line_of(marker: str) -> int:
-    with open(HERE) as f:
-        for number, text in enumerate(f, 1):
-            if text.rstrip().endswith(f"# L:{marker}"):
-                return number
-    raise AssertionError(marker)
+    return markers.line_of(HERE, marker)
 
 
 def check(err, kind, message, marker):
-    assert type(err) is kind, (type(err), err)
-    assert err.message == message
-    assert err.file == HERE
-    assert err.line == line_of(marker)
-    assert str(err).endswith(f":{line_of(marker)}: {message}")
+    markers.check_error(err, kind, message, HERE, marker)
 
 
 @hw.kernel

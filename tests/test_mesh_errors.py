@@ -6,25 +6,18 @@ import pytest
 import hwgen as hw
 from hwgen import cli, int32
 from hwgen.errors import show_path
+import markers
 
 HERE = __file__
 M24 = hw.Mesh((2, 4), ("x", "y"))
 
 
 def line_of(marker: str) -> int:
-    with open(HERE) as f:
-        for number, text in enumerate(f, 1):
-            if text.rstrip().endswith(f"# L:{marker}"):
-                return number
-    raise AssertionError(marker)
+    return markers.line_of(HERE, marker)
 
 
 def check(err, kind, message, marker):
-    assert type(err) is kind, (type(err), err)
-    assert err.message == message
-    assert err.file == HERE
-    assert err.line == line_of(marker)
-    assert str(err).endswith(f":{line_of(marker)}: {message}")
+    markers.check_error(err, kind, message, HERE, marker)
 
 
 def body_error(body, in_specs=hw.P("x", "y"), out_specs=hw.P("x", "y"), shape=(8, 8)):
