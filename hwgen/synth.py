@@ -72,13 +72,13 @@ TARGETS = {
         "ff_prefix": "SB_DFF",
         # An iCE40 flip-flop powers up at 0, so synth_ice40 stores a register bit whose initial
         # value is 1 (a one-hot head pointer, hw/transfer.py) inverted, behind a NOT gate that
-        # drives the register's wire. When that wire is `keep` and the register has identical
-        # twins (kept copies, hw/device.KEEP), ABC9 (Yosys 0.70) on the unflattened design
-        # joins the twins' inverter outputs into one net: the net is driven by every twin's
-        # LUT and nextpnr rejects it ("Net 'dut.store0.head0[0]' is multiply driven"). The
-        # keep is on the flip-flop cells by now (the script's setattr), so the wires the kept
-        # flip-flops drive give theirs up; the twins stay apart (tests/test_synth.py).
-        "prepare": ("setattr -unset keep t:$*dff* a:keep %i %co1 w:* %i",),
+        # drives the register's wire. When that wire, or a wire it is assigned to, is `keep` and
+        # the register has identical twins (kept copies, hw/device.KEEP), ABC9 (Yosys 0.70) on
+        # the unflattened design joins the twins' inverter outputs into one net, driven by every
+        # twin's LUT, and nextpnr rejects it ("Net 'dut.store0.head0[0]' is multiply driven").
+        # `keep` in hwgen is for registers and is on the flip-flop cells by now (the script's
+        # setattr), so the wires give theirs up; the twins stay apart (tests/test_synth.py).
+        "prepare": ("setattr -unset keep w:*",),
     },
 }
 
