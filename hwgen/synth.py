@@ -251,8 +251,9 @@ def yosys_script(sources: list, target: str, dev: Device, top: str = "hwgen_synt
                  out: str = "synth.json") -> str:
     """The Yosys script that synthesizes `sources` for `target` into the JSON netlist `out`."""
     spec = TARGETS[target]
-    # ABC9 and `stat` abort in the WebAssembly build of Yosys; classic ABC maps as well, and
-    # the cells are counted from the netlist below.
+    # ABC9 and `stat` abort in the WebAssembly build of Yosys for ECP5; classic ABC maps as
+    # well, and the cells are counted from the netlist. synth_ice40 has no -noabc9: its ABC9
+    # runs (see TARGETS["ice40"]["prepare"] for the one way it went wrong).
     # synth_ice40 maps multipliers onto SB_MAC16 blocks only when asked, and only the UP5K has them.
     options = "-noabc9" if target == "ecp5" else ("-dsp" if dev.dsps else "")
     return "; ".join([
