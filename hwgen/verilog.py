@@ -38,7 +38,7 @@ def to_verilog(component: wiring.Component, name: str) -> str:
         direction = _ir.PortDirection.Input if member.flow == wiring.In else _ir.PortDirection.Output
         ports["__".join(map(str, path))] = (value, direction)
     fragment = _ir.Fragment.get(component, None)
-    text, _ = rtlil.convert_fragment(fragment, ports, name, emit_src=False)
+    text = _to_rtlil(fragment, ports, name)
     yosys = find_yosys(lambda version: version >= (0, 40))
     script = [
         f"read_rtlil <<rtlil\n{text}\nrtlil",
@@ -51,6 +51,44 @@ def to_verilog(component: wiring.Component, name: str) -> str:
     ]
     script_out = yosys.run(["-q", "-"], "\n".join(script), ignore_warnings=True)
     return _ZERO_INIT.sub("", script_out)
+
+
+def _to_rtlil(fragment, ports, name: str) -> str:
+    """`amaranth.back.rtlil.convert_fragment` (no source attributes), with `_Emitter` for
+    its module emitter."""
+    netlist = _ir.build_netlist(fragment, ports=ports, name=name)
+    empty_checker = rtlil.EmptyModuleChecker(netlist)
+    builder = rtlil.Design(emit_src=False)
+    name_map = _ast.SignalDict()
+    for module_idx, module in enumerate(netlist.modules):
+        if empty_checker.is_empty(module_idx):
+            continue
+        module_builder = builder.module(".".join(module.name), src_loc=module.src_loc)
+        if module_idx == 0:
+            module_builder.attribute("top", 1)
+        _Emitter(module_builder, netlist, module, name_map, empty_checker=empty_checker).emit()
+    return str(builder)
+
+
+class _Emitter(rtlil.ModuleEmitter):
+    """Amaranth's RTLIL module emitter, with faster paths that write the same RTLIL."""
+
+    def emit_memory(self, cell_idx, cell):
+        # Amaranth builds the initial contents as one constant net per bit (a block RAM of
+        # 64 K bits: 64 K nets); the same constant, written directly
+        mask = (1 << cell.width) - 1
+        bits = "".join(f"{row & mask:0{cell.width}b}" for row in reversed(cell.init))
+        self.builder.cell("$meminit_v2", ports={
+            "ADDR": "{  }",
+            "DATA": f"{len(bits)}'{bits}" if bits else "{  }",
+            "EN": f"{cell.width}'{'1' * cell.width}" if cell.width else "{  }",
+        }, parameters={
+            "MEMID": self.memories[cell_idx].memid,
+            "ABITS": 0,
+            "WIDTH": cell.width,
+            "WORDS": cell.depth,
+            "PRIORITY": 0,
+        }, src_loc=cell.src_loc)
 
 
 # Block RAMs are written before they are read, so their all-zero initial contents carry no
