@@ -19,8 +19,10 @@ Every other -Wall warning stays on; the tests require none.
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
-from amaranth._toolchain.yosys import find_yosys
+from amaranth._toolchain.yosys import _BuiltinYosys, find_yosys
 from amaranth.back import rtlil
 from amaranth.hdl import _ast, _ir
 from amaranth.lib import wiring
@@ -31,26 +33,56 @@ _ATTRS = "-remove generator -remove top -remove src -remove amaranth.hierarchy -
 
 
 def to_verilog(component: wiring.Component, name: str) -> str:
-    ports = {}
-    for path, member, value in component.signature.flatten(component):
-        if isinstance(value, _ast.ValueCastable):
-            value = value.as_value()
-        direction = _ir.PortDirection.Input if member.flow == wiring.In else _ir.PortDirection.Output
-        ports["__".join(map(str, path))] = (value, direction)
-    fragment = _ir.Fragment.get(component, None)
-    text = _to_rtlil(fragment, ports, name)
-    yosys = find_yosys(lambda version: version >= (0, 40))
-    script = [
-        f"read_rtlil <<rtlil\n{text}\nrtlil",
-        "proc -nomux -norom",
-        "memory_collect",
-        "opt_clean -purge",
-        f"attrmap {_ATTRS}",
-        f"attrmap -modattr {_ATTRS}",
-        "write_verilog -norename",
-    ]
-    script_out = yosys.run(["-q", "-"], "\n".join(script), ignore_warnings=True)
+    yosys = _Yosys(["-q", "-"])  # starting takes a while: it overlaps the netlist's building
+    try:
+        ports = {}
+        for path, member, value in component.signature.flatten(component):
+            if isinstance(value, _ast.ValueCastable):
+                value = value.as_value()
+            direction = _ir.PortDirection.Input if member.flow == wiring.In else _ir.PortDirection.Output
+            ports["__".join(map(str, path))] = (value, direction)
+        fragment = _ir.Fragment.get(component, None)
+        text = _to_rtlil(fragment, ports, name)
+        script = [
+            f"read_rtlil <<rtlil\n{text}\nrtlil",
+            "proc -nomux -norom",
+            "memory_collect",
+            "opt_clean -purge",
+            f"attrmap {_ATTRS}",
+            f"attrmap -modattr {_ATTRS}",
+            "write_verilog -norename",
+        ]
+        script_out = yosys.run("\n".join(script))
+    finally:
+        yosys.close()
     return _ZERO_INIT.sub("", script_out)
+
+
+class _Yosys:
+    """Amaranth's Yosys (`find_yosys`), run once with `args`. The built-in one (Yosys compiled
+    to WebAssembly, run by wasmtime in a new Python) takes about half a second to start, so it
+    is started here and its script given later, in `run`; any other runs in `run`."""
+
+    def __init__(self, args: list):
+        self.binary = find_yosys(lambda version: version >= (0, 40))
+        self.args = args
+        self.popen = None
+        if self.binary is _BuiltinYosys:
+            self.popen = subprocess.Popen(
+                [sys.executable, "-m", self.binary.YOSYS_PACKAGE, *args],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, encoding="utf-8")
+
+    def run(self, stdin: str) -> str:
+        if self.popen is None:
+            return self.binary.run(self.args, stdin, ignore_warnings=True)
+        stdout, stderr = self.popen.communicate(stdin)
+        return self.binary._process_result(self.popen.returncode, stdout, stderr, True, 0)
+
+    def close(self) -> None:
+        """Stop Yosys if `run` was not reached (the design failed to build)."""
+        if self.popen is not None and self.popen.returncode is None:
+            self.popen.kill()
+            self.popen.communicate()
 
 
 def _to_rtlil(fragment, ports, name: str) -> str:
