@@ -24,7 +24,7 @@ import sys
 
 from amaranth._toolchain.yosys import _BuiltinYosys, find_yosys
 from amaranth.back import rtlil
-from amaranth.hdl import _ast, _ir
+from amaranth.hdl import _ast, _ir, _nir
 from amaranth.lib import wiring
 
 WAIVED = ("PROCASSINIT", "DECLFILENAME", "WIDTHEXPAND", "WIDTHTRUNC", "UNUSEDSIGNAL")
@@ -88,7 +88,7 @@ class _Yosys:
 def _to_rtlil(fragment, ports, name: str) -> str:
     """`amaranth.back.rtlil.convert_fragment` (no source attributes), with `_Emitter` for
     its module emitter."""
-    netlist = _ir.build_netlist(fragment, ports=ports, name=name)
+    netlist = _build_netlist(fragment, ports, name)
     empty_checker = rtlil.EmptyModuleChecker(netlist)
     builder = rtlil.Design(emit_src=False)
     name_map = _ast.SignalDict()
@@ -100,6 +100,106 @@ def _to_rtlil(fragment, ports, name: str) -> str:
             module_builder.attribute("top", 1)
         _Emitter(module_builder, netlist, module, name_map, empty_checker=empty_checker).emit()
     return str(builder)
+
+
+def _build_netlist(fragment, ports, name: str) -> _nir.Netlist:
+    """`amaranth.hdl._ir.build_netlist`, with the check for combinational cycles done per cell
+    first (see `_acyclic`): Amaranth's own check, which follows every bit's edges, runs only
+    when that one finds a cycle."""
+    design = fragment.prepare(ports=ports, hierarchy=(name,))
+    netlist = _nir.Netlist()
+    _ir._emit_netlist(netlist, design)
+    if not _acyclic(netlist):
+        netlist.check_comb_cycles()  # raises CombinationalCycle if a cycle is real
+    netlist.resolve_all_nets()
+    _ir._compute_net_flows(netlist)
+    _ir._compute_ports(netlist)
+    _ir._compute_ionet_dirs(netlist)
+    _ir._compute_io_ports(netlist, design.ports)
+    return netlist
+
+
+# cells whose every output bit may depend combinationally on every input net (a superset of
+# their `comb_edges_to`), and cells whose outputs depend on no input but these nets
+_COMB_ALL_INPUTS = (_nir.Operator, _nir.Part, _nir.Matches, _nir.PriorityMatch,
+                    _nir.AssignmentList, _nir.AsyncReadPort)
+_NO_COMB_INPUT = (_nir.Top, _nir.SyncReadPort, _nir.Initial, _nir.AnyValue, _nir.Instance)
+
+
+def _acyclic(netlist: _nir.Netlist) -> bool:
+    """True if no combinational path leads from a cell back to itself, taking a path from
+    any input of a cell to all its outputs (so it may find cycles that the bits do not form,
+    never miss one). Unresolved (late) nets are followed to their drivers; a loop among them
+    also counts as a cycle."""
+    connections = netlist.connections
+    cells = netlist.cells
+    late_cell = {}  # late net -> the cell driving it, or None for a constant
+
+    def driver(net):
+        if net >= 0:
+            return net >> 16 if net >= 2 else None
+        found = late_cell.get(net, False)
+        if found is not False:
+            return found
+        chain = []
+        while net < 0:
+            if net in late_cell:
+                found = late_cell[net]
+                break
+            chain.append(net)
+            if len(chain) > len(connections):
+                raise _LateLoop
+            net = connections[net]
+        else:
+            found = net >> 16 if net >= 2 else None
+        for late in chain:
+            late_cell[late] = found
+        return found
+
+    try:
+        for value in netlist.signals.values():
+            for net in value:
+                if net < 0:
+                    driver(net)
+        preds = []
+        for idx, cell in enumerate(cells):
+            if isinstance(cell, _COMB_ALL_INPUTS):
+                nets = cell.input_nets()
+            elif isinstance(cell, _nir.FlipFlop):
+                nets = (cell.clk, cell.arst)
+            elif isinstance(cell, _NO_COMB_INPUT):
+                nets = ()
+            else:
+                nets = {net for out in cell.output_nets(idx) for net, _ in cell.comb_edges_to(out & 0xffff)}
+            found = {driver(net) for net in nets}
+            found.discard(None)
+            preds.append(found)
+    except _LateLoop:
+        return False
+    # depth-first, without recursion: 1 on the current path, 2 done
+    state = [0] * len(cells)
+    for root in range(len(cells)):
+        if state[root]:
+            continue
+        state[root] = 1
+        stack = [(root, iter(preds[root]))]
+        while stack:
+            node, it = stack[-1]
+            for pred in it:
+                if state[pred] == 1:
+                    return False
+                if not state[pred]:
+                    state[pred] = 1
+                    stack.append((pred, iter(preds[pred])))
+                    break
+            else:
+                state[node] = 2
+                stack.pop()
+    return True
+
+
+class _LateLoop(Exception):
+    pass
 
 
 class _Emitter(rtlil.ModuleEmitter):
