@@ -18,6 +18,7 @@ Every other -Wall warning stays on; the tests require none.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 import sys
@@ -88,18 +89,77 @@ class _Yosys:
 def _to_rtlil(fragment, ports, name: str) -> str:
     """`amaranth.back.rtlil.convert_fragment` (no source attributes), with `_Emitter` for
     its module emitter."""
-    netlist = _build_netlist(fragment, ports, name)
-    empty_checker = rtlil.EmptyModuleChecker(netlist)
-    builder = rtlil.Design(emit_src=False)
-    name_map = _ast.SignalDict()
-    for module_idx, module in enumerate(netlist.modules):
-        if empty_checker.is_empty(module_idx):
-            continue
-        module_builder = builder.module(".".join(module.name), src_loc=module.src_loc)
-        if module_idx == 0:
-            module_builder.attribute("top", 1)
-        _Emitter(module_builder, netlist, module, name_map, empty_checker=empty_checker).emit()
-    return str(builder)
+    with _fast_values():
+        netlist = _build_netlist(fragment, ports, name)
+        empty_checker = rtlil.EmptyModuleChecker(netlist)
+        builder = rtlil.Design(emit_src=False)
+        name_map = _ast.SignalDict()
+        for module_idx, module in enumerate(netlist.modules):
+            if empty_checker.is_empty(module_idx):
+                continue
+            module_builder = builder.module(".".join(module.name), src_loc=module.src_loc)
+            if module_idx == 0:
+                module_builder.attribute("top", 1)
+            _Emitter(module_builder, netlist, module, name_map, empty_checker=empty_checker).emit()
+        return str(builder)
+
+
+_Net = _nir.Net
+_NET_ONLY = frozenset((_Net,))
+
+
+def _value_new(cls, nets=()):
+    """`_nir.Value.__new__`, its check (every item a Net) done by type in C first: Amaranth's
+    checks each item in a Python generator, a tenth of the netlist's time."""
+    if isinstance(nets, _Net):
+        return tuple.__new__(cls, (nets,))
+    value = tuple.__new__(cls, nets)
+    if not _NET_ONLY.issuperset(map(type, value)):
+        for net in value:
+            _Net.ensure(net)  # Amaranth's check: a Net, or a subclass of it
+    return value
+
+
+_from_cell = _Net.from_cell.__func__
+
+
+def _net_from_cell(cls, cell, bit):
+    """`_nir.Net.from_cell`, its checks by comparison (Amaranth's builds a range per call)."""
+    if 0 <= bit < 0x10000 and (cell > 0 or (cell == 0 and bit >= 2)):
+        return cls((cell << 16) | bit)
+    return _from_cell(cls, cell, bit)  # Amaranth's assertion
+
+
+_from_const = _Net.from_const.__func__
+_CONSTS = (_Net(0), _Net(1))
+
+
+def _net_from_const(cls, val):
+    """`_nir.Net.from_const`, its two nets made once."""
+    if cls is _Net and val in (0, 1):
+        return _CONSTS[val == 1]
+    return _from_const(cls, val)
+
+
+def _resolve_value(self, value):
+    """`_nir.Netlist.resolve_value`, returning a Value without late nets as it is."""
+    if type(value) is _nir.Value and (not value or min(value) >= 0):
+        return value
+    return _nir.Value(self.resolve_net(net) for net in value)
+
+
+@contextlib.contextmanager
+def _fast_values():
+    """Amaranth's netlist values built and resolved by the same rules, faster, while the
+    netlist is built and written (then Amaranth's own again)."""
+    saved = (_nir.Value.__new__, _nir.Netlist.resolve_value, _Net.__dict__["from_cell"],
+             _Net.__dict__["from_const"])
+    _nir.Value.__new__, _nir.Netlist.resolve_value = staticmethod(_value_new), _resolve_value
+    _Net.from_cell, _Net.from_const = classmethod(_net_from_cell), classmethod(_net_from_const)
+    try:
+        yield
+    finally:
+        (_nir.Value.__new__, _nir.Netlist.resolve_value, _Net.from_cell, _Net.from_const) = saved
 
 
 def _build_netlist(fragment, ports, name: str) -> _nir.Netlist:
@@ -112,11 +172,57 @@ def _build_netlist(fragment, ports, name: str) -> _nir.Netlist:
     if not _acyclic(netlist):
         netlist.check_comb_cycles()  # raises CombinationalCycle if a cycle is real
     netlist.resolve_all_nets()
-    _ir._compute_net_flows(netlist)
+    _compute_net_flows(netlist)
     _ir._compute_ports(netlist)
     _ir._compute_ionet_dirs(netlist)
     _ir._compute_io_ports(netlist, design.ports)
     return netlist
+
+
+def _compute_net_flows(netlist: _nir.Netlist) -> None:
+    """`amaranth.hdl._ir._compute_net_flows` (see there), uses of a net already known in its
+    module skipped before a call: the same flows, entered in the same order."""
+    lca = {}
+    modules = netlist.modules
+    internal, output, input_ = (_nir.ModuleNetFlow.Internal, _nir.ModuleNetFlow.Output,
+                                _nir.ModuleNetFlow.Input)
+    for cell_idx, cell in enumerate(netlist.cells):
+        flow = modules[cell.module_idx].net_flow
+        for net in cell.output_nets(cell_idx):
+            lca[net] = cell.module_idx
+            flow[net] = internal
+    depth = [len(module.name) for module in modules]
+
+    def use_net(net, use_module):
+        def_module = lca[net]
+        while depth[def_module] > depth[use_module]:
+            modules[def_module].net_flow[net] = output
+            def_module = modules[def_module].parent
+        while depth[def_module] < depth[use_module]:
+            if net in modules[use_module].net_flow:
+                return
+            modules[use_module].net_flow[net] = input_
+            use_module = modules[use_module].parent
+        while def_module != use_module:
+            modules[def_module].net_flow[net] = output
+            def_module = modules[def_module].parent
+            modules[use_module].net_flow[net] = input_
+            use_module = modules[use_module].parent
+        modules[def_module].net_flow[net] = internal
+        lca[net] = def_module
+
+    for cell in netlist.cells:
+        module_idx = cell.module_idx
+        flow = modules[module_idx].net_flow
+        for net in cell.input_nets():
+            if net not in flow and not 0 <= net <= 1:
+                use_net(net, module_idx)
+    for module_idx, module in enumerate(modules):
+        flow = module.net_flow
+        for signal in module.signal_names:
+            for net in netlist.signals[signal]:
+                if net not in flow and not 0 <= net <= 1:
+                    use_net(net, module_idx)
 
 
 # cells whose every output bit may depend combinationally on every input net (a superset of
@@ -204,6 +310,41 @@ class _LateLoop(Exception):
 
 class _Emitter(rtlil.ModuleEmitter):
     """Amaranth's RTLIL module emitter, with faster paths that write the same RTLIL."""
+
+    def sigspec(self, *parts):
+        # Amaranth's, on a plain tuple: runs of constant bits, and of consecutive bits of a wire
+        value = []
+        for part in parts:
+            if isinstance(part, _Net):
+                value.append(part)
+            else:
+                value.extend(_nir.Value(part))
+        nets = self.nets
+        chunks = []
+        count = len(value)
+        begin = 0
+        while begin < count:
+            net = value[begin]
+            end = begin + 1
+            if 0 <= net <= 1:
+                while end < count and 0 <= value[end] <= 1:
+                    end += 1
+                bits = "".join("1" if value[i] else "0" for i in range(end - 1, begin - 1, -1))
+                chunks.append(f"{end - begin}'{bits}")
+            else:
+                wire, start = nets[net]
+                bit = start + 1
+                while end < count and not 0 <= value[end] <= 1 and nets[value[end]] == (wire, bit):
+                    end += 1
+                    bit += 1
+                if end - begin == 1:
+                    chunks.append(f"{wire.name} [{start}]")
+                else:
+                    chunks.append(f"{wire.name} [{bit - 1}:{start}]")
+            begin = end
+        if len(chunks) == 1:
+            return chunks[0]
+        return "{ " + " ".join(reversed(chunks)) + " }"
 
     def emit_memory(self, cell_idx, cell):
         # Amaranth builds the initial contents as one constant net per bit (a block RAM of
