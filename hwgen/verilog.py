@@ -5,6 +5,12 @@ steps as `amaranth.back.verilog.convert`, plus `opt_clean -purge` to drop wires 
 with no source attributes, so the same design always gives the same bytes. Block RAMs carry no
 initial contents (hwgen never reads a block RAM word before writing it).
 
+Speed (the same RTLIL, byte for byte, as Amaranth's `convert_fragment`): Yosys starts while
+the design is elaborated (`_Yosys`); expression shapes are computed once each (`_cached_shapes`);
+combinational cycles are checked per cell (`_acyclic`), Amaranth's per-bit check kept for
+when that finds one; netlist values are made with cheaper checks (`_fast_values`); and the
+RTLIL emitter writes block RAM contents and cell wires in bulk (`_Emitter`).
+
 `waivers(name)` is a Verilator configuration file that switches off, for that generated file
 only, the lint rules that flag idioms of Amaranth's and Yosys's Verilog rather than mistakes:
 
@@ -42,8 +48,9 @@ def to_verilog(component: wiring.Component, name: str) -> str:
                 value = value.as_value()
             direction = _ir.PortDirection.Input if member.flow == wiring.In else _ir.PortDirection.Output
             ports["__".join(map(str, path))] = (value, direction)
-        fragment = _ir.Fragment.get(component, None)
-        text = _to_rtlil(fragment, ports, name)
+        with _cached_shapes():  # elaborating (hwgen's templates) and building the netlist
+            fragment = _ir.Fragment.get(component, None)
+            text = _to_rtlil(fragment, ports, name)
         script = [
             f"read_rtlil <<rtlil\n{text}\nrtlil",
             "proc -nomux -norom",
@@ -61,7 +68,7 @@ def to_verilog(component: wiring.Component, name: str) -> str:
 
 class _Yosys:
     """Amaranth's Yosys (`find_yosys`), run once with `args`. The built-in one (Yosys compiled
-    to WebAssembly, run by wasmtime in a new Python) takes about half a second to start, so it
+    to WebAssembly, run by wasmtime in a new Python) takes a quarter to half a second to start, so it
     is started here and its script given later, in `run`; any other runs in `run`."""
 
     def __init__(self, args: list):
@@ -139,6 +146,47 @@ def _net_from_const(cls, val):
     if cls is _Net and val in (0, 1):
         return _CONSTS[val == 1]
     return _from_const(cls, val)
+
+
+_SHAPED = (_ast.Operator, _ast.Concat, _ast.SwitchValue)
+_shapes = None  # id(value) -> (value, its shape), while `_cached_shapes` is in force
+
+
+def _shape_once(shape):
+    """An Amaranth `shape` method that computes each value's shape once (an operator's,
+    concatenation's or multiplexer's shape is its operands', each found again at every
+    call: Amaranth asks for them at each level of an expression, and again to build the
+    netlist). The value is kept with its shape, so its id is not reused meanwhile."""
+
+    def cached(self):
+        cache = _shapes
+        if cache is None:  # restored meanwhile (another thread)
+            return shape(self)
+        hit = cache.get(id(self))
+        if hit is None:
+            hit = cache[id(self)] = (self, shape(self))
+        return hit[1]
+
+    return cached
+
+
+@contextlib.contextmanager
+def _cached_shapes():
+    """Operators', concatenations' and multiplexers' shapes computed once each inside."""
+    global _shapes
+    if _shapes is not None:  # already in force
+        yield
+        return
+    saved = [cls.__dict__["shape"] for cls in _SHAPED]
+    _shapes = {}
+    for cls, shape in zip(_SHAPED, saved):
+        cls.shape = _shape_once(shape)
+    try:
+        yield
+    finally:
+        for cls, shape in zip(_SHAPED, saved):
+            cls.shape = shape
+        _shapes = None
 
 
 def _resolve_value(self, value):
