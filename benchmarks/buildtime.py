@@ -1,8 +1,9 @@
-"""Build time of every app: `hwgen build` seconds (elaboration plus Verilog emission, the
-median of three builds in this process) and the Verilog's size, for
-each app in patterns/ at its default schedule, then gemm (128 x 128 x 128, tiles of 64) at
-par 1, 4, 16 and 64. `--verilator` adds a column: Verilator's C++ build of the simulator (a
-real build: a cached one is removed first), shown for reference.
+"""Build time of every app: `hwgen build` seconds (`kernel.elaborate()`: lowering, the
+Amaranth design, Verilog through Yosys, the report; the median of three builds in this
+process) and the Verilog's size, for each app in patterns/ at its default schedule, then gemm
+(128 x 128 x 128, tiles of 64) at par 1, 4, 16 and 64. `--verilator` adds a column:
+Verilator's C++ build of the simulator (a real build: a cached one is removed first), shown
+for reference.
 
     .venv/bin/python benchmarks/buildtime.py [APP ...] [--verilator]
 
@@ -61,7 +62,8 @@ def main(argv) -> int:
     with_verilator = "--verilator" in argv
     names = [a for a in argv if not a.startswith("--")]
     known = [p.stem for p in app_paths()] + [f"gemm{par}" for par in GEMM_PARS]
-    unknown = [n for n in names if n not in known] + [a for a in argv if a.startswith("--") and a != "--verilator"]
+    unknown = [n for n in names if n not in known]
+    unknown += [a for a in argv if a.startswith("--") and a != "--verilator"]
     if unknown:
         print(f"usage: buildtime.py [APP ...] [--verilator]; unknown: {' '.join(unknown)}"
               f" (APP: {' '.join(known)})")
