@@ -29,6 +29,7 @@ import re
 import subprocess
 import sys
 
+import amaranth
 from amaranth._toolchain.yosys import _BuiltinYosys, find_yosys
 from amaranth.back import rtlil
 from amaranth.hdl import _ast, _ir, _nir
@@ -42,15 +43,7 @@ _ATTRS = "-remove generator -remove top -remove src -remove amaranth.hierarchy -
 def to_verilog(component: wiring.Component, name: str) -> str:
     yosys = _Yosys(["-q", "-"])  # starting takes a while: it overlaps the netlist's building
     try:
-        ports = {}
-        for path, member, value in component.signature.flatten(component):
-            if isinstance(value, _ast.ValueCastable):
-                value = value.as_value()
-            direction = _ir.PortDirection.Input if member.flow == wiring.In else _ir.PortDirection.Output
-            ports["__".join(map(str, path))] = (value, direction)
-        with _cached_shapes():  # elaborating (hwgen's templates) and building the netlist
-            fragment = _ir.Fragment.get(component, None)
-            text = _to_rtlil(fragment, ports, name)
+        text = to_rtlil(component, ports_of(component), name)
         script = [
             f"read_rtlil <<rtlil\n{text}\nrtlil",
             "proc -nomux -norom",
@@ -91,6 +84,33 @@ class _Yosys:
         if self.popen is not None and self.popen.returncode is None:
             self.popen.kill()
             self.popen.communicate()
+
+
+def ports_of(component: wiring.Component) -> dict:
+    """The component's ports for conversion: Verilog name -> (value, direction)."""
+    ports = {}
+    for path, member, value in component.signature.flatten(component):
+        if isinstance(value, _ast.ValueCastable):
+            value = value.as_value()
+        direction = _ir.PortDirection.Input if member.flow == wiring.In else _ir.PortDirection.Output
+        ports["__".join(map(str, path))] = (value, direction)
+    return ports
+
+
+# The fast paths below restate internals of this Amaranth release; with any other, hwgen
+# takes Amaranth's own path (slower, the same RTLIL).
+FAST = amaranth.__version__ == "0.5.10"
+
+
+def to_rtlil(component, ports: dict, name: str, fast: bool | None = None) -> str:
+    """The RTLIL text of `component` with `ports` (name -> (value, direction)), no source
+    attributes: Amaranth's `convert_fragment`, through the fast paths when `fast` (default:
+    with the Amaranth release they restate)."""
+    if not (FAST if fast is None else fast):
+        return rtlil.convert_fragment(_ir.Fragment.get(component, None), ports, name, emit_src=False)[0]
+    with _cached_shapes():  # elaborating (hwgen's templates) and building the netlist
+        fragment = _ir.Fragment.get(component, None)
+        return _to_rtlil(fragment, ports, name)
 
 
 def _to_rtlil(fragment, ports, name: str) -> str:

@@ -1,0 +1,36 @@
+"""hwgen's fast path to RTLIL (hwgen/verilog.py) writes exactly what Amaranth's own
+`convert_fragment` writes, byte for byte, for designs that exercise every template: the fast
+path restates Amaranth internals, so this is what keeps it honest."""
+
+import pytest
+
+from conftest import load_pattern
+
+from hwgen import verilog
+from hwgen.build import compile_kernel
+from hwgen.dram import DramConfig
+from hwgen.hw.link import Link
+from hwgen.hw.top import Top
+
+pytestmark = pytest.mark.skipif(not verilog.FAST, reason="the fast path is off with this Amaranth release")
+
+
+def both(make, name: str) -> tuple:
+    """(fast RTLIL, Amaranth's RTLIL) of two fresh copies of a component."""
+    fast, plain = make(), make()
+    return (verilog.to_rtlil(fast, verilog.ports_of(fast), name, fast=True),
+            verilog.to_rtlil(plain, verilog.ports_of(plain), name, fast=False))
+
+
+@pytest.mark.parametrize("app", ["dotproduct", "tpchq1", "outliers"])
+def test_fast_rtlil_of_an_app_is_amaranths(app):
+    kernel = getattr(load_pattern(app), app)
+    compiled = compile_kernel(kernel)
+    fast, plain = both(lambda: Top(compiled, DramConfig()), app)
+    assert fast == plain
+
+
+def test_fast_rtlil_of_links_and_two_pes_is_amaranths():
+    assert len(set(both(lambda: Link(word_bits=16, words=2, latency=3, depth=256), "link"))) == 1
+    compiled = compile_kernel(load_pattern("saxpy").saxpy)
+    assert len(set(both(lambda: Top(compiled, DramConfig(), pes=2), "two"))) == 1
