@@ -272,8 +272,13 @@ def groupby_fold(domain, fn, op="+", max_keys=None):
     keys = ir.Part(node, "keys")
     values = ir.Part(node, "values")
     fx = dtype if isinstance(dtype, fixedpoint.Fixed) else None
-    return (ArrayVal(keys.shape, keys.dtype, node=keys), ArrayVal(values.shape, fx or values.dtype, node=values),
-            Val(ir.Count(node)))
+    columns = ArrayVal(values.shape, fx or values.dtype, node=values)
+    if len(exprs) == 1 and (isinstance(value, ArrayVal) or isinstance(value, tuple)):
+        # one column of a 1-D array or 1-tuple value: `values` keeps its axis, (max_keys, 1),
+        # like two columns give (max_keys, 2); the IR part itself is 1-D
+        flat = columns
+        columns = ArrayVal(values.shape + (1,), flat.dtype, elem_fn=lambda idx: flat.elem(idx[:1]))
+    return (ArrayVal(keys.shape, keys.dtype, node=keys), columns, Val(ir.Count(node)))
 
 
 class Emit:
