@@ -61,3 +61,87 @@ def test_one_column_group_values_in_hardware():
     k, v = group_inputs()
     r = group_one_column.with_schedule(tile={"i": 8}).verify(k, v.reshape(16, 1))
     assert r.outputs[1].shape == (8, 1)
+
+
+# ------------------------------------------- comparisons of index values are Python bools
+
+# each body is evaluated by plain Python/numpy with i a Python int and x[i] an np.int8
+BOOL_BODIES = [
+    "(i < 2) + (i < 3) + x[i]",
+    "~(i < 2) + x[i]",
+    "(i < 2) * 3 + x[i]",
+    "(i < 2) - (i < 5) + x[i]",
+    "-(i < 3) + x[i]",
+    "+(i < 3) + x[i]",
+    "abs(i >= 4) + x[i]",
+    "((i < 2) & (i > 0)) + x[i]",
+    "((i < 2) | (i > 5)) ^ (i == 3)",
+    "(i < 4) + (i < 6)",
+    "~(i < 4)",
+    "(i < 3) * (i < 5)",
+    "(i < 3) + True",
+    "((i < 3) == (i < 5)) + 0",
+    "(i < 2) << 2",
+    "hw.where((i < 4) + (i < 6) == 2, x[i], 7)",
+    "hw.maximum(i < 4, i < 2)",
+]
+
+
+def _python_value(body, i, x):
+    return eval(body, {"hw": _NumpyHw, "i": i, "x": x})
+
+
+class _NumpyHw:
+    where = staticmethod(np.where)
+    maximum = staticmethod(max)
+
+
+@pytest.mark.parametrize("body", BOOL_BODIES)
+def test_index_comparisons_behave_like_python_bools(body):
+    x = np.arange(-4, 4, dtype=np.int8)
+    fn = eval(f"lambda x: hw.map(8, lambda i: {body})", {"hw": hw})
+    got = hw.kernel(_annotated(fn))(x)
+    want = np.array([_python_value(body, i, x) for i in range(8)])
+    assert got.dtype == want.dtype, (body, got.dtype, want.dtype)
+    np.testing.assert_array_equal(got, want)
+
+
+def _annotated(fn):
+    def bools(x: hw.Array[int8, 8]):
+        return fn(x)
+    return bools
+
+
+def test_index_comparisons_fold_when_the_range_decides():
+    # Python ints beyond int64 next to index values: Python compares exactly, and over the
+    # index's range the answer is known
+    @hw.kernel
+    def wide(x: hw.Array[int32, 8]):
+        return (hw.map(8, lambda i: hw.where(i <= 2**63, x[i], 0)),
+                hw.map(8, lambda j: hw.where(j > -2**70, 1, 0) + (j == 2**64) + (j < 4)))
+    x = np.arange(8, dtype=np.int32)
+    a, b = wide(x)
+    np.testing.assert_array_equal(a, x)
+    np.testing.assert_array_equal(b, [int(True) + False + (j < 4) for j in range(8)])
+
+
+def test_index_arithmetic_beyond_int64_is_a_clear_error():
+    with pytest.raises(hw.TypeMismatchError) as e:
+        @hw.kernel
+        def wide(x: hw.Array[int32, 8]):
+            return hw.map(8, lambda i: hw.where(i + 2**63 > 2**63 + 3, x[i], 0))  # noqa
+    assert "'+' on index values gives values in [9223372036854775808, 9223372036854775815], beyond int64" \
+        in e.value.message
+    assert e.value.file == __file__ and "OverflowError" not in e.value.message
+
+
+@pytest.mark.rtl
+def test_index_comparisons_in_hardware():
+    @hw.kernel
+    def bools(x: hw.Array[int8, 16]):
+        return (hw.map(16, lambda i: (i < 2) + (i < 9) + x[i]),
+                hw.map(16, lambda j: ~(j < 5) * 3 - (j < 11) + x[j]))
+    x = np.arange(-8, 8, dtype=np.int8)
+    r = bools.verify(x)
+    np.testing.assert_array_equal(r.outputs[0], [(i < 2) + (i < 9) + x[i] for i in range(16)])
+    assert r.outputs[1].dtype == np.int8

@@ -331,7 +331,7 @@ def flatmap(domain, fn, max_out):
 def _append(dims, pairs, capacity: int, loc):
     conds, values = [], []
     first = const(pairs[0][1])
-    dtype = first.dtype if not first.weak else int64
+    dtype = first.dtype if not first.weak or first.dtype == bool_ else int64  # Python bools stay bool_
     for cond, value in pairs:
         c = const(cond)
         if isinstance(cond, ArrayVal) or isinstance(value, ArrayVal):
