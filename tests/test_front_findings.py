@@ -145,3 +145,58 @@ def test_index_comparisons_in_hardware():
     r = bools.verify(x)
     np.testing.assert_array_equal(r.outputs[0], [(i < 2) + (i < 9) + x[i] for i in range(16)])
     assert r.outputs[1].dtype == np.int8
+
+
+# ------------------------------------------------------------------------ sliding windows
+
+NX, W = 32, 4
+
+
+@hw.kernel
+def fir(x: hw.Array[int32, NX], c: hw.Array[int32, W]):
+    return hw.map(NX - W + 1, lambda i: hw.sum(W, lambda k: x[i:i + W][k] * c[k]))
+
+
+@hw.kernel
+def windows(x: hw.Array[int32, NX]):
+    return hw.map(NX - W + 1, lambda w: x[w:w + W])
+
+
+@hw.kernel
+def box(img: hw.Array[int32, 8, 8]):
+    return hw.map((6, 6), lambda r, s: hw.sum(3, lambda u: hw.sum(3, lambda v: img[r:r + 3, s + 1 - 1:s + 3][u, v])))
+
+
+def fir_inputs():
+    rng = np.random.default_rng(5)
+    return rng.integers(-1000, 1000, NX, dtype=np.int32), rng.integers(-9, 9, W, dtype=np.int32)
+
+
+def test_sliding_windows():
+    x, c = fir_inputs()
+    want = np.lib.stride_tricks.sliding_window_view(x, W)
+    np.testing.assert_array_equal(windows(x), want)
+    got = fir(x, c)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, (want * c).sum(axis=1))
+    np.testing.assert_array_equal(got, np.correlate(x, c, mode="valid"))
+    img = np.arange(64, dtype=np.int32).reshape(8, 8) ** 2 % 17
+    np.testing.assert_array_equal(box(img), np.lib.stride_tricks.sliding_window_view(img, (3, 3)).sum(axis=(2, 3)))
+
+
+def test_window_lengths_must_be_constant():
+    with pytest.raises(hw.TraceError) as e:
+        @hw.kernel
+        def growing(x: hw.Array[int32, NX]):
+            return hw.map(8, lambda i: hw.sum(2, lambda k: x[i:2 * i + 2][k]))
+    assert e.value.message == ("the slice of axis 0 has traced bounds; they must be affine in index "
+                               "variables with a constant positive length stop - start, like x[i:i + 4]")
+    assert e.value.file == __file__
+
+
+@pytest.mark.rtl
+def test_sliding_windows_in_hardware():
+    x, c = fir_inputs()
+    r = fir.with_schedule(tile={"i": 29}).verify(x, c)
+    assert r.cycles == r.predicted_cycles
+    windows.verify(x)

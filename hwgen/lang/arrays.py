@@ -17,7 +17,7 @@ import numpy as np
 from .. import ir
 from ..affine import to_affine
 from . import fixedpoint
-from .dtypes import DType
+from .dtypes import DType, int64
 from ..errors import TraceError, TypeMismatchError, user_loc
 from .context import current
 from .scalars import Val, _Operators, _meet, binary, cast, const
@@ -243,10 +243,18 @@ def _slice(k: slice, n: int, axis: int) -> tuple:
         if k.step is not None or k.start is None or k.stop is None:
             raise TraceError("a slice with traced bounds must be start:stop with a constant length")
         start, stop = const(k.start), const(k.stop)
-        diff = binary("sub", stop, start)
-        length = diff.lo if diff.lo is not None and diff.lo == diff.hi else None
+        length = None
+        if start.weak and stop.weak:
+            # both bounds may move with the indices (x[i:i + 4]): the length is the constant
+            # difference of their affine forms
+            a, b = to_affine(_meet(start, int64, "a slice")), to_affine(_meet(stop, int64, "a slice"))
+            if a is not None and b is not None:
+                diff = b + a.scale(-1)
+                length = diff.const if not diff.terms else None
         if length is None or length <= 0:
-            raise TraceError("a slice with traced bounds must have a constant positive length, like x[i:i + 4]")
+            raise TraceError(
+                f"the slice of axis {axis} has traced bounds; they must be affine in index variables "
+                f"with a constant positive length stop - start, like x[i:i + 4]")
         return ("slice", start, const(1), length)
     start, stop, step = k.indices(n)
     length = len(range(start, stop, step))
