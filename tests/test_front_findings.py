@@ -200,3 +200,57 @@ def test_sliding_windows_in_hardware():
     r = fir.with_schedule(tile={"i": 29}).verify(x, c)
     assert r.cycles == r.predicted_cycles
     windows.verify(x)
+
+
+# ------------------------------------------------------------ 64-bit fixed-point products
+
+F32_32, F48_16 = hw.fixed(32, 32), hw.fixed(48, 16)
+
+
+def _fixed_product_kernel(fx):
+    def product(x: hw.Array[fx, 16], y: hw.Array[fx, 16]):
+        return hw.map(16, lambda i: x[i] * y[i]), hw.map(16, lambda j: x[j] * 3 * y[j] + x[j])
+    return hw.kernel(product)
+
+
+def _wrap64(v):
+    return (v + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
+@pytest.mark.parametrize("fx", [F32_32, F48_16], ids=["fixed32_32", "fixed48_16"])
+def test_64_bit_fixed_products_are_exact(fx):
+    from hwgen import interp
+
+    kernel = _fixed_product_kernel(fx)
+    rng = np.random.default_rng(11)
+    edge = [-(1 << 63), (1 << 63) - 1, -1, 0, 1, 1 << fx.frac, -(1 << fx.frac), 3 << 40]
+    a = np.concatenate([rng.integers(-(1 << 63), (1 << 63) - 1, 8, dtype=np.int64), edge]).astype(np.int64)
+    b = np.concatenate([edge[::-1], rng.integers(-(1 << 40), 1 << 40, 8, dtype=np.int64)]).astype(np.int64)
+    got, got2 = interp.run([r.node for r in kernel.program.results], {"x": a, "y": b})
+    f = fx.frac
+    for k in range(16):
+        x, y = int(a[k]), int(b[k])
+        assert int(got[k]) == _wrap64((x * y) >> f), (k, x, y)
+        t = _wrap64((x * _wrap64(3 << f)) >> f)
+        assert int(got2[k]) == _wrap64(_wrap64((t * y) >> f) + x), k
+    # at the boundary: floats in, floats out
+    xs, ys = np.linspace(-1000, 1000, 16), np.linspace(3, -7, 16)
+    np.testing.assert_allclose(kernel(xs, ys)[0], fx.to_float(fx.quantize(xs)) * fx.to_float(fx.quantize(ys)),
+                               rtol=0, atol=2.0 ** -fx.frac * 2)
+
+
+def test_64_bit_fixed_division_is_a_clear_error():
+    with pytest.raises(hw.TypeMismatchError) as e:
+        @hw.kernel
+        def quotient(x: hw.Array[F32_32, 4], y: hw.Array[F32_32, 4]):
+            return hw.map(4, lambda i: x[i] / y[i])
+    assert e.value.message.startswith("dividing fixed(32,32) values is not supported: '/' on fixed types")
+    assert e.value.file == __file__
+
+
+@pytest.mark.rtl
+def test_64_bit_fixed_products_in_hardware():
+    rng = np.random.default_rng(2)
+    kernel = _fixed_product_kernel(F48_16)
+    kernel.verify(rng.uniform(-2.0**40, 2.0**40, 16), rng.uniform(-2.0**20, 2.0**20, 16))
+    _fixed_product_kernel(F32_32).verify(rng.uniform(-3e4, 3e4, 16), rng.uniform(-2.0, 2.0, 16))
