@@ -138,15 +138,23 @@ def app_inputs(module, kernel: Kernel, seed: int, path: str):
 
 
 def cmd_build(args) -> int:
+    from .build import elaborate, write
+
     module = load_app(args.app)
-    for k in kernels_of(module, args.app, args.kernel):
+    built = []
+    for k in kernels_of(module, args.app, args.kernel):  # every kernel compiles before any is written
         t = time.perf_counter()
         if args.show_ir:
             print(k.show_ir(), flush=True)
-        design = k.build(out_dir=args.out, show_ir=args.show_ir or None)
+        built.append((k, elaborate(k, show_ir=args.show_ir or None), time.perf_counter() - t))
+    for k, design, seconds in built:
+        try:
+            design = write(k, design, args.out)
+        except HwgenError as e:  # the output folder is the command line's, not the app's
+            raise CliError(e.message, Loc("hwgen", 0)) from None
         r = design.report
         print(f"built {k.name}: {design.paths['verilog']}  predicted {r['predicted_cycles']} cycles, "
-              f"roofline {r['roofline_cycles']}  ({time.perf_counter() - t:.2f} s)")
+              f"roofline {r['roofline_cycles']}  ({seconds:.2f} s)")
     return 0
 
 

@@ -254,3 +254,129 @@ def test_64_bit_fixed_products_in_hardware():
     kernel = _fixed_product_kernel(F48_16)
     kernel.verify(rng.uniform(-2.0**40, 2.0**40, 16), rng.uniform(-2.0**20, 2.0**20, 16))
     _fixed_product_kernel(F32_32).verify(rng.uniform(-3e4, 3e4, 16), rng.uniform(-2.0, 2.0, 16))
+
+
+# ------------------------------------------ numpy's array methods, constant tables, mistakes
+
+from hwgen import bool_, int16, uint8, uint16  # noqa: E402
+
+SQUARES = (np.arange(40) ** 2 % 97).astype(np.int16)  # 40 entries: a ROM (timing.ROM_MIN)
+STEPS = np.array([-5, -2, 1, 4, 7, 10, 13, 16], dtype=np.int32)  # 8 entries: a multiplexer
+
+
+@hw.kernel
+def methods(a: hw.Array[int8, 6, 4], u: hw.Array[uint16, 8], f: hw.Array[bool_, 8], x: hw.Array[uint8, 16]):
+    squares, steps = hw.table(SQUARES), hw.table(STEPS)
+    return (a.sum(), u.sum(), a.max(axis=1), a.min(axis=0), a.sum(axis=(0, 1)),
+            hw.map(6, lambda r: a[r, :].sum()), f.max(), f.min(), u.argmax(), u.argmin(),
+            hw.argmax(16, lambda c: x[c] % 11), u.reshape(2, 4), a[:, 1].reshape(2, 3, 1),
+            hw.map(16, lambda t: squares[hw.minimum(x[t], 39)] + steps[x[t] & 7] + steps[t % 8]))
+
+
+def methods_inputs():
+    rng = np.random.default_rng(8)
+    return (rng.integers(-128, 128, (6, 4), dtype=np.int8), rng.integers(0, 1 << 16, 8, dtype=np.uint16),
+            rng.integers(0, 2, 8).astype(bool), rng.integers(0, 256, 16, dtype=np.uint8))
+
+
+def methods_reference(a, u, f, x):
+    t = np.arange(16)
+    return (a.sum(), u.sum(), a.max(axis=1), a.min(axis=0), a.sum(axis=(0, 1)), a.sum(axis=1), f.max(),
+            f.min(), u.argmax(), u.argmin(), np.argmax(x % 11), u.reshape(2, 4), a[:, 1].reshape(2, 3, 1),
+            SQUARES[np.minimum(x, 39)] + STEPS[x & 7] + STEPS[t % 8])
+
+
+def test_array_methods_and_tables_follow_numpy():
+    args = methods_inputs()
+    for k, (got, want) in enumerate(zip(methods(*args), methods_reference(*args))):
+        want = np.asarray(want)
+        assert np.asarray(got).dtype == want.dtype, (k, np.asarray(got).dtype, want.dtype)
+        np.testing.assert_array_equal(got, want, err_msg=str(k))
+
+
+@pytest.mark.rtl
+def test_array_methods_and_tables_in_hardware():
+    methods.verify(*methods_inputs())
+
+
+def _trace_error(body: str, *params):
+    """The error tracing `body` (one kernel line) raises, with the line it names."""
+    import linecache
+    import os
+    import tempfile
+
+    text = ("import numpy as np\nimport hwgen as hw\nfrom hwgen import int32\nT = np.arange(8)\n"
+            "@hw.kernel\ndef k(x: hw.Array[int32, 8], y: hw.Array[int32, 8, 2]):\n    " + body + "\n")
+    fd, path = tempfile.mkstemp(suffix=".py")
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    try:
+        with pytest.raises(hw.HwgenError) as e:
+            exec(compile(text, path, "exec"), {})
+        return e.value, path
+    finally:
+        linecache.clearcache()
+        os.unlink(path)
+
+
+MISTAKES = [
+    ("x[0] = 5\n    return x", hw.TraceError,
+     "arrays are immutable values inside a kernel; item assignment is not supported: build a new array "
+     "instead, e.g. hw.map(n, lambda i: hw.where(i == 0, 5, x[i])) (or hw.multifold to accumulate into one)"),
+    ("return hw.map(8, lambda i: (x[i], x[i] + 1))", hw.TraceError,
+     "the function given to hw.map returns a tuple of 2 values; it must return one scalar or array: write "
+     "one hw.map per value, or return an array (hw.map(n, lambda c: ...)) to get a column each"),
+    ("return hw.sum(8, lambda i: (x[i], x[i]))", hw.TraceError,
+     "the function given to hw.reduce (hw.sum, hw.max, hw.min) returns a tuple of 2 values; it must return "
+     "one scalar or array: write one hw.reduce per value, or return an array (hw.map(n, lambda c: ...)) to "
+     "get a column each"),
+    ("return hw.map(8, lambda i: T[x[i]])", hw.TraceError,
+     "a numpy array cannot be indexed by a traced value; make the constant table hw.table(values) (a ROM, "
+     "which data may index), or pass it as a kernel argument"),
+    ("return hw.map(8, lambda i: hw.table(T)[x[i]])", hw.TraceError,
+     "subscript 0 of a hw.table may take values in [-2147483648, 2147483647], outside its axis of 8 (valid "
+     "0 .. 7); keep it in range (x & 7, hw.minimum / hw.maximum, or a narrower dtype)"),
+    ("return y.reshape(16)", hw.TraceError,
+     "x.reshape(16,) of an array of shape (8, 2) merges axes: subscripts of the original would not be affine "
+     "in the new indices; keep the original axes and index them (x[r, c]), or reshape only by splitting axes "
+     "(x.reshape(2, 4) of 8)"),
+    ("return x.reshape(3, 3)", hw.TypeMismatchError,
+     "cannot reshape an array of shape (8,) (size 8) into (3, 3) (size 9)"),
+    ("return y.argmax()", hw.TraceError,
+     "x.argmax() is supported on 1-D arrays; for rows of a 2-D array write hw.map(rows, lambda r: "
+     "hw.argmax(x[r, :]))"),
+    ("return x.mean()", hw.TraceError,
+     "a traced array has no attribute 'mean'; arrays support .shape, .dtype, .ndim, .T, .astype, .sum, .max, "
+     ".min, .argmax, .argmin, .reshape, indexing and Python's operators; other operations are hwgen's "
+     "patterns (hw.map, hw.sum, ...)"),
+    ("return hw.map(8, lambda i: x[i].item())", hw.TraceError,
+     "a traced scalar has no attribute 'item'; scalars support Python's operators, .astype(...) and .dtype, "
+     "and hwgen's functions (hw.where, hw.maximum, ...)"),
+    ("return x.sum(keepdims=True)", hw.TraceError,
+     "x.sum(keepdims=True) is not supported; reduce, then index or hw.map the result into the shape you need"),
+    ("return hw.argmax(lambda c: x[c])", hw.TraceError,
+     "hw.argmax takes a 1-D array, or a length and a function like hw.argmax(n, lambda c: x[c]); got only a "
+     "function"),
+]
+
+
+@pytest.mark.parametrize("body,kind,message", MISTAKES, ids=[m[0].split("(")[0][:20] for m in MISTAKES])
+def test_mistakes_name_the_fix(body, kind, message):
+    err, path = _trace_error(body)
+    assert type(err) is kind and err.message == message, err.message
+    assert err.file == path and err.line == 7
+
+
+def test_unwritable_out_folder_is_one_error_line(capsys, tmp_path):
+    from hwgen import cli
+
+    app = tmp_path / "app.py"
+    app.write_text("import hwgen as hw\nfrom hwgen import int16\n\n@hw.kernel(metapipeline=False)\n"
+                   "def double(x: hw.Array[int16, 8]):\n    return hw.map(8, lambda i: x[i] * 2)\n")
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder\n")
+    code = cli.main(["build", str(app), "--out", str(blocker / "x")])
+    out, err = capsys.readouterr()
+    assert code == 1 and out == ""
+    assert err == f"error: cannot write the output folder '{blocker / 'x'}': Not a directory\n"
+    assert blocker.read_text() == "not a folder\n"

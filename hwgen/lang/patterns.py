@@ -52,12 +52,24 @@ def _bind(fn, shape: tuple, what: str) -> tuple:
     return dims, tuple(_index_val(d) for d in dims)
 
 
+def _single(body, what: str, loc):
+    """The value a map or reduce body returns: a scalar or an array, never a tuple."""
+    if isinstance(body, (tuple, list)):
+        raise TraceError(
+            f"the function given to {what} returns a {type(body).__name__} of {len(body)} values; it "
+            f"must return one scalar or array: write one {what.split()[0]} per value, or return "
+            f"an array (hw.map(n, lambda c: ...)) to get a column each", loc)
+    if body is None:
+        raise TraceError(f"the function given to {what} returns None; return the value (lambda i: x[i])", loc)
+    return body
+
+
 def map_(domain, fn):
     """The array of `fn(*idx)` over `domain`; if `fn` returns an array, its dims are appended."""
     shape = _domain(domain, "hw.map")
     dims, idx = _bind(fn, shape, "hw.map")
     loc = user_loc()
-    body = fn(*idx)
+    body = _single(fn(*idx), "hw.map", loc)
     if isinstance(body, ArrayVal):
         trace = current("hw.map")
         inner = tuple(trace.fresh_dim(n) for n in body.shape)
@@ -137,7 +149,7 @@ def reduce(domain, fn, op="+"):
         _combiner(op, int64)  # raises the unknown-op error before tracing the body
     dims, idx = _bind(fn, shape, "hw.reduce")
     loc = user_loc()
-    body = fn(*idx)
+    body = _single(fn(*idx), "hw.reduce (hw.sum, hw.max, hw.min)", loc)
     if isinstance(body, ArrayVal):
         trace = current("hw.reduce")
         inner = tuple(trace.fresh_dim(n) for n in body.shape)
@@ -344,21 +356,39 @@ def _append(dims, pairs, capacity: int, loc):
     return ArrayVal(part.shape, fx or part.dtype, node=part), Val(ir.Count(node))
 
 
-def argmin(arr) -> Val:
-    """Index of the first minimum of a 1-D array (numpy's argmin)."""
-    return _arg(arr, "min")
+def argmin(arr, fn=None) -> Val:
+    """Index of the first minimum of a 1-D array (numpy's argmin); `hw.argmin(n, lambda c:
+    ...)`, written like `hw.min`, is the argmin of `hw.map(n, fn)`."""
+    return _arg(_arg_source(arr, fn, "argmin"), "min")
 
 
-def argmax(arr) -> Val:
-    """Index of the first maximum of a 1-D array (numpy's argmax)."""
-    return _arg(arr, "max")
+def argmax(arr, fn=None) -> Val:
+    """Index of the first maximum of a 1-D array (numpy's argmax); `hw.argmax(n, lambda c:
+    ...)`, written like `hw.max`, is the argmax of `hw.map(n, fn)`."""
+    return _arg(_arg_source(arr, fn, "argmax"), "max")
+
+
+def _arg_source(arr, fn, what: str):
+    if fn is None:
+        if callable(arr) and not isinstance(arr, ArrayVal):
+            raise TraceError(f"hw.{what} takes a 1-D array, or a length and a function like "
+                             f"hw.{what}(n, lambda c: x[c]); got only a function")
+        return arr
+    if isinstance(arr, ArrayVal):
+        raise TraceError(f"hw.{what}(x) takes one array; hw.{what}(n, lambda c: ...) takes a length and a function")
+    shape = _domain(arr, f"hw.{what}")
+    if len(shape) != 1:
+        raise TraceError(f"hw.{what}(n, fn) takes a 1-D domain (a length), got {shape}")
+    return map_(shape, fn)
 
 
 def _arg(arr, which: str) -> Val:
     """A min/max over keys (value, index) packed in one int64: the value in the high bits, the
     index (for argmax: its complement) in the low bits, so the first extreme wins ties."""
     if not isinstance(arr, ArrayVal) or arr.ndim != 1:
-        raise TraceError(f"hw.arg{which} takes a 1-D array, got {arr!r}")
+        got = f"an array of shape {arr.shape}" if isinstance(arr, ArrayVal) else \
+            ("a scalar" if isinstance(arr, Val) else f"{type(arr).__name__}")
+        raise TraceError(f"hw.arg{which} takes a 1-D array (or hw.arg{which}(n, lambda c: ...)), got {got}")
     n = arr.shape[0]
     dt = arr.dtype
     bits = max(1, (n - 1).bit_length())

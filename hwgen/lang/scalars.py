@@ -124,7 +124,17 @@ class Val(_Operators):
         raise TraceError("a traced scalar cannot be iterated")
 
     def __repr__(self):
-        return f"Val({self.expr!r})"
+        return f"<traced {self.dtype.name} scalar>"
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise TraceError(
+            f"a traced scalar has no attribute '{name}'; scalars support Python's operators, "
+            f".astype(...) and .dtype, and hwgen's functions (hw.where, hw.maximum, ...)")
+
+    def __call__(self, *args, **kwargs):
+        raise TraceError("a traced scalar is not a function and cannot be called")
 
 
 def const(value, loc=None) -> Val:
@@ -151,6 +161,9 @@ def const(value, loc=None) -> Val:
         raise TypeMismatchError(
             f"the float {value!r} cannot be used: hwgen has integer types only", loc
         )
+    if isinstance(value, (tuple, list)):
+        raise TypeMismatchError(
+            f"cannot use a {type(value).__name__} of {len(value)} values here: expected a scalar", loc)
     text = repr(value)
     text = text if len(text) <= 60 else text[:57] + "..."
     raise TypeMismatchError(f"cannot use {text} (a {type(value).__name__}) here: expected a scalar", loc)
