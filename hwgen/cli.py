@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from .dram import DramConfig
-from .errors import CliError, HwgenError, Loc, MismatchError, show_path
+from .errors import CliError, HwgenError, Loc, MismatchError, plain_message, show_path
 from .kernel import Kernel
 from .lang.signature import check_args
 
@@ -72,10 +72,10 @@ def load_app(path: str):
     except HwgenError:
         raise
     except SyntaxError as e:
-        raise CliError(f"SyntaxError: {e.msg}", Loc(path, e.lineno or 0)) from None
+        raise CliError(f"invalid Python syntax: {e.msg}", Loc(e.filename or path, e.lineno or 0)) from None
     except Exception as e:
         line = _app_line(e.__traceback__, path)
-        raise CliError(f"loading {path} failed: {type(e).__name__}: {e}", Loc(path, line)) from None
+        raise CliError(f"loading the app failed: {plain_message(e)}", Loc(path, line)) from None
     finally:
         sys.path.remove(folder)
     return module
@@ -129,7 +129,7 @@ def app_inputs(module, kernel: Kernel, seed: int, path: str):
     except HwgenError:
         raise
     except Exception as e:
-        raise CliError(f"inputs() failed: {type(e).__name__}: {e}", Loc(path, _app_line(e.__traceback__, path))) from None
+        raise CliError(f"inputs() failed: {plain_message(e)}", Loc(path, _app_line(e.__traceback__, path))) from None
     if isinstance(value, dict):
         value = value.get(kernel.name)
         if value is None:

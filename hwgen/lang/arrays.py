@@ -275,6 +275,10 @@ def subscript(arr: ArrayVal, key) -> "Val | ArrayVal":
 
 
 def _slice(k: slice, n: int, axis: int) -> tuple:
+    for bound in (k.start, k.stop, k.step):
+        if bound is not None and not isinstance(bound, (Val, int, np.integer)):
+            raise TraceError(f"the slice of axis {axis} has a bound {bound!r}; slice bounds must be ints or "
+                             f"index expressions")
     if any(isinstance(x, Val) for x in (k.start, k.stop, k.step)):
         if k.step is not None or k.start is None or k.stop is None:
             raise TraceError("a slice with traced bounds must be start:stop with a constant length")

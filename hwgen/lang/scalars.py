@@ -136,6 +136,9 @@ class Val(_Operators):
     def __call__(self, *args, **kwargs):
         raise TraceError("a traced scalar is not a function and cannot be called")
 
+    def __len__(self):
+        raise TraceError("a traced scalar has no length; it is one value")
+
 
 def const(value, loc=None) -> Val:
     """A traced constant for a Python or numpy int/bool (weak for Python values)."""
