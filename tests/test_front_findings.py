@@ -380,3 +380,15 @@ def test_unwritable_out_folder_is_one_error_line(capsys, tmp_path):
     assert code == 1 and out == ""
     assert err == f"error: cannot write the output folder '{blocker / 'x'}': Not a directory\n"
     assert blocker.read_text() == "not a folder\n"
+
+
+def test_data_compared_with_ints_beyond_64_bits():
+    @hw.kernel
+    def huge(x: hw.Array[int32, 4], v: hw.Array[hw.uint64, 4]):
+        return (hw.map(4, lambda i: x[i] < 2**70), hw.map(4, lambda j: v[j] != -2**64),
+                hw.map(4, lambda k: hw.where(2**80 > x[k], 1, 2)))
+    x = np.array([-5, 0, 7, 2**31 - 1], np.int32)
+    v = np.array([0, 1, 2**63, 2**64 - 1], np.uint64)
+    a, b, c = huge(x, v)
+    assert a.dtype == np.bool_ and a.all() and b.dtype == np.bool_ and b.all()
+    np.testing.assert_array_equal(c, [1, 1, 1, 1])

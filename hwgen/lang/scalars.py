@@ -288,12 +288,7 @@ def _compare_huge(op: str, a, b, what: str) -> Val:
         return const(bool(_PY_COMPARE[op](a, b)))
     big, other = (a, b) if _huge(a) else (b, a)
     other = const(other)
-    if other.weak:
-        lo, hi = other.lo, other.hi
-    else:
-        lo, hi = (other.dtype.min, other.dtype.max) if other.fx is None else (other.fx.storage.min, other.fx.storage.max)
-        if other.fx is not None:
-            lo, hi = lo / other.fx.scale, hi / other.fx.scale
+    lo, hi = (other.lo, other.hi) if other.weak else (other.dtype.min, other.dtype.max)  # (fixed goes to fixedpoint.py)
     if lo is not None:
         side = Val(ir.Const(0, int64), weak=True, lo=big, hi=big)
         x, y = (side, Val(ir.Const(0, int64), weak=True, lo=lo, hi=hi))
