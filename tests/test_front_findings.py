@@ -392,3 +392,19 @@ def test_data_compared_with_ints_beyond_64_bits():
     a, b, c = huge(x, v)
     assert a.dtype == np.bool_ and a.all() and b.dtype == np.bool_ and b.all()
     np.testing.assert_array_equal(c, [1, 1, 1, 1])
+
+
+@pytest.mark.rtl
+def test_tables_under_parallel_lanes_in_hardware():
+    rom = (np.arange(64) * 37 % 251 - 120).astype(np.int16)
+
+    @hw.kernel(tile={"p": 16}, par={"p": 4})
+    def lookup(x: hw.Array[uint8, 32]):
+        t, s = hw.table(rom), hw.table(STEPS)
+        return hw.map(32, lambda p: t[x[p] & 63] + s[p % 8])
+
+    x = np.random.default_rng(4).integers(0, 256, 32, dtype=np.uint8)
+    want = rom[x & 63] + STEPS[np.arange(32) % 8]
+    np.testing.assert_array_equal(lookup(x), want)
+    r = lookup.verify(x)
+    assert r.cycles == r.predicted_cycles

@@ -6,6 +6,9 @@ whose elements are computed on demand from other arrays' elements; `materialize`
 into a Map where the array is needed whole (a kernel result, a fold's init). `read` checks that
 every subscript is an affine expression of index variables and stays in bounds over the whole
 domain. Elements are scalars.py's `Val`s; arithmetic on arrays goes through the same operators.
+numpy's methods `.sum .max .min` (reduces over fresh indices, numpy's result dtypes), `.argmax
+.argmin` (1-D) and `.reshape` (splitting axes only, so subscripts stay affine) are here too, and
+`TableVal` (`hw.table`), a constant table that data may index, read through ir.Table.
 """
 
 from __future__ import annotations
