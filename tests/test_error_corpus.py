@@ -62,6 +62,18 @@ CASES = [
     ("multifold-init-scalar", "build", body("return hw.multifold(8, 0, lambda i: (u[i] % 4, x[i]))"), []),
     ("multifold-where-out-of-range", "build", body("return hw.multifold(8, hw.zeros(4, int32), lambda i: (u[i], x[i]))"), []),
     ("index-beyond-int64", "build", body("return hw.map(8, lambda i: hw.where(i + 2**63 > 2**63 + 3, x[i], 0))"), []),
+    ("reduce-op-arity", "build", body("return hw.reduce(8, lambda i: x[i], op=lambda a: a)"), []),
+    ("reduce-op-returns-other-dtype", "build", body("return hw.reduce(8, lambda i: x[i], op=lambda a, b: (a + b).astype(int8))"), []),
+    ("map-not-function", "build", body("return hw.map(8, 5)"), []),
+    ("zeros-bad-dtype", "build", body("return hw.zeros(8, float)"), []),
+    ("full-float", "build", body("return hw.full(8, 0.5, int32)"), []),
+    ("filter-pred-array", "build", body("return hw.filter(8, lambda i: y[i, :] > 0)"), []),
+    ("flatmap-too-many", "build", body("return hw.flatmap(8, lambda i: (hw.emit(x[i]), hw.emit(x[i]), hw.emit(x[i])), max_out=2)"), []),
+    ("astype-unknown", "build", body("return x.astype(float)"), []),
+    ("matmul-shapes", "build", body("return y @ y"), []),
+    ("broadcast-shapes", "build", body("return x + y"), []),
+    ("argmax-of-scalar", "build", body("return hw.argmax(x[0])"), []),
+    ("iterate-array", "build", body("return sum(v for v in x)"), []),
     ("fixed-division-64", "build", "F = hw.fixed(32, 32)\n@hw.kernel\ndef k(a: hw.Array[F, 4]):\n"
      "    return hw.map(4, lambda i: a[i] / a[i])  # HERE\n", []),
     ("fixed-sum-method", "build", "F = hw.fixed(16, 16)\n@hw.kernel\ndef k(a: hw.Array[F, 4]):\n"
@@ -170,6 +182,18 @@ EXPECTED = {
     'inputs-scalar-out-of-range': ('line', "inputs() returned a bad argument: argument 's' of kernel 'k': 300 is out of range for int8 [-128, 127]"),
     'inputs-raises': ('line', 'inputs() failed: index 9 is out of bounds for axis 0 with size 8'),
     'inputs-list': ('line', "inputs() returned a bad argument: argument 'x' of kernel 'k': expected an int32 array of shape (8,) (numpy), got list"),
+    'reduce-op-arity': ('line', 'the reduce op must be a function of two arguments (a, b), like lambda a, b: hw.maximum(a, b)'),
+    'reduce-op-returns-other-dtype': ('line', 'the reduce op returns int8 but the values are int32; it must return the same dtype'),
+    'map-not-function': ('line', 'hw.map expects a function (lambda) of the indices, got 5'),
+    'zeros-bad-dtype': ('line', 'float64 is not supported: hwgen has integer types only (int8 .. uint64, bool_)'),
+    'full-float': ('line', 'the float 0.5 cannot be used: hwgen has integer types only'),
+    'filter-pred-array': ('line', 'hw.filter and hw.flatmap conditions and values must be scalars, got an array; reduce it to one value (hw.sum, .max(), ...) or give each element its own index'),
+    'flatmap-too-many': ('line', 'hw.flatmap: the function emits 3 values but max_out is 2'),
+    'astype-unknown': ('line', 'float64 is not supported: hwgen has integer types only (int8 .. uint64, bool_)'),
+    'matmul-shapes': ('line', "'@' of shapes (8, 2) and (8, 2): inner dimensions 2 and 8 differ"),
+    'broadcast-shapes': ('line', 'arrays of shapes (8,), (8, 2) cannot be broadcast together'),
+    'argmax-of-scalar': ('line', 'hw.argmax takes a 1-D array (or hw.argmax(n, lambda c: ...)), got a scalar'),
+    'iterate-array': ('line', 'a traced array cannot be iterated in Python; use hw.map over its indices'),
 }
 
 EXCEPTION_NAMES = re.compile(r"\b\w*(Error|Exception|Warning)\b|Traceback")

@@ -160,9 +160,6 @@ class ArrayVal(_Operators):
             f".astype, .sum, .max, .min, .argmax, .argmin, .reshape, indexing and Python's operators; "
             f"other operations are hwgen's patterns (hw.map, hw.sum, ...)")
 
-    def __call__(self, *args, **kwargs):
-        raise TraceError("a traced array is not a function and cannot be called; index it with [...]")
-
 
 def _index_val(dim: ir.Dim) -> Val:
     return Val(ir.Index(dim.name), weak=True, lo=0, hi=dim.extent - 1)

@@ -103,9 +103,13 @@ def _combiner(op, dtype: DType) -> ir.Combiner:
         a = Val(ir.Param("%a", dtype))
         b = Val(ir.Param("%b", dtype))
         try:
-            out = op(a, b)
-        except TypeError as e:
-            raise TraceError(f"the reduce op {op!r} must take two arguments (a, b): {e}") from None
+            inspect.signature(op).bind(a, b)
+        except TypeError:
+            raise TraceError("the reduce op must be a function of two arguments (a, b), like "
+                             "lambda a, b: hw.maximum(a, b)") from None
+        except ValueError:
+            pass  # a builtin without a signature: call it
+        out = op(a, b)
         if isinstance(out, ArrayVal):
             raise TraceError("a reduce op must combine two scalars into a scalar")
         out = const(out)
@@ -342,12 +346,13 @@ def flatmap(domain, fn, max_out):
 
 def _append(dims, pairs, capacity: int, loc):
     conds, values = [], []
+    if any(isinstance(v, ArrayVal) for pair in pairs for v in pair):
+        raise TraceError("hw.filter and hw.flatmap conditions and values must be scalars, got an array; "
+                         "reduce it to one value (hw.sum, .max(), ...) or give each element its own index", loc)
     first = const(pairs[0][1])
     dtype = first.dtype if not first.weak or first.dtype == bool_ else int64  # Python bools stay bool_
     for cond, value in pairs:
         c = const(cond)
-        if isinstance(cond, ArrayVal) or isinstance(value, ArrayVal):
-            raise TraceError("filter and flatmap conditions and values must be scalars", loc)
         conds.append(_strong(c if c.dtype == bool_ else binary("ne", c, 0)))
         values.append(_strong(value, dtype))
     node = ir.Collect("append", dims, None, tuple(values), tuple(conds), None, capacity, loc=loc)
@@ -370,7 +375,7 @@ def argmax(arr, fn=None) -> Val:
 
 def _arg_source(arr, fn, what: str):
     if fn is None:
-        if callable(arr) and not isinstance(arr, ArrayVal):
+        if callable(arr) and not isinstance(arr, (ArrayVal, Val)):
             raise TraceError(f"hw.{what} takes a 1-D array, or a length and a function like "
                              f"hw.{what}(n, lambda c: x[c]); got only a function")
         return arr

@@ -133,9 +133,6 @@ class Val(_Operators):
             f"a traced scalar has no attribute '{name}'; scalars support Python's operators, "
             f".astype(...) and .dtype, and hwgen's functions (hw.where, hw.maximum, ...)")
 
-    def __call__(self, *args, **kwargs):
-        raise TraceError("a traced scalar is not a function and cannot be called")
-
     def __len__(self):
         raise TraceError("a traced scalar has no length; it is one value")
 
