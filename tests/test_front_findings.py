@@ -133,6 +133,16 @@ def test_index_arithmetic_beyond_int64_is_a_clear_error():
     assert "'+' on index values gives values in [9223372036854775808, 9223372036854775815], beyond int64" \
         in e.value.message
     assert e.value.file == __file__ and "OverflowError" not in e.value.message
+    with pytest.raises(hw.TypeMismatchError) as e:
+        @hw.kernel
+        def shifted(x: hw.Array[int32, 8]):
+            return hw.map(8, lambda i: hw.where((i << 62) > 3, x[i], 0))  # noqa
+    assert e.value.message.startswith("'<<' on index values gives values in [0, 32281802128991715328], beyond int64")
+
+    @hw.kernel
+    def in_range(x: hw.Array[hw.int64, 8]):
+        return hw.map(8, lambda i: (i << 60) + (i >> 1) + x[i])
+    np.testing.assert_array_equal(in_range(np.zeros(8, np.int64)), [(i << 60) + (i >> 1) for i in range(8)])
 
 
 @pytest.mark.rtl

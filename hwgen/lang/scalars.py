@@ -208,6 +208,9 @@ def _weak_range(op: str, a: Val, b: Val):
     if op in ("max", "min"):
         f = max if op == "max" else min
         return f(a.lo, b.lo), f(a.hi, b.hi)
+    if op in ("shl", "shr") and b.lo >= 0 and b.hi < 1 << 16:  # monotonic in each operand
+        corners = [x << y if op == "shl" else x >> y for x in (a.lo, a.hi) for y in (b.lo, b.hi)]
+        return min(corners), max(corners)
     return None, None
 
 
