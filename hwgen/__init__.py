@@ -15,7 +15,7 @@ from .errors import CapacityError, HwgenError, LanesWarning, MismatchError, Sche
 from .kernel import Kernel, kernel
 from .lang.signature import Array
 from .lang.scalars import maximum, minimum, where
-from .lang.arrays import full, zeros
+from .lang.arrays import full, table, zeros
 from .lang.patterns import argmax, argmin, emit, filter_ as filter, flatmap, groupby_fold, multifold, map_ as map, matmul, max_ as max, min_ as min, reduce, sum_ as sum
 from .dram import DramConfig
 from .lang.fixedpoint import Fixed, fixed
@@ -23,7 +23,7 @@ from .lang.mathfuncs import abs_ as abs, exp, log, sigmoid, sqrt
 from .mesh import LinkConfig, Mesh, P, all_gather, all_to_all, axis_index, pmax, pmin, ppermute, psum, psum_scatter, shard_map
 
 __all__ = [
-    "Array", "CapacityError", "DType", "DramConfig", "Fixed", "abs", "argmax", "argmin", "exp", "fixed", "log", "multifold", "sigmoid", "sqrt", "emit", "filter", "flatmap", "groupby_fold", "HwgenError", "LanesWarning", "Kernel", "MismatchError", "ScheduleError",
+    "Array", "CapacityError", "DType", "DramConfig", "Fixed", "abs", "argmax", "argmin", "exp", "fixed", "log", "multifold", "sigmoid", "sqrt", "table", "emit", "filter", "flatmap", "groupby_fold", "HwgenError", "LanesWarning", "Kernel", "MismatchError", "ScheduleError",
     "SimulationError", "TraceError", "TypeMismatchError", "UnsupportedError", "bool_", "full",
     "int8", "int16", "int32", "int64", "kernel", "map", "matmul", "max", "maximum", "min",
     "minimum", "reduce", "sum", "uint8", "uint16", "uint32", "uint64", "where", "zeros",

@@ -165,9 +165,21 @@ def make_report(kernel, dram: DramConfig, compiled: Compiled, bits: int, seconds
 
 def build(kernel, out_dir="rtl_out", dram: DramConfig | None = None, show_ir: bool | None = None) -> Design:
     design = elaborate(kernel, dram, show_ir=show_ir)
-    final = os.path.join(os.fspath(out_dir), kernel.name)
-    os.makedirs(os.fspath(out_dir), exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=f".{kernel.name}-", dir=os.fspath(out_dir))
+    return write(kernel, design, out_dir)
+
+
+def write(kernel, design: Design, out_dir="rtl_out") -> Design:
+    """Write an elaborated design to out_dir/<kernel>/ all at once (through a temporary folder);
+    an unwritable out_dir is a HwgenError, and a failure leaves nothing behind."""
+    out = os.fspath(out_dir)
+    created = not os.path.exists(out)
+    try:
+        os.makedirs(out, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=f".{kernel.name}-", dir=out)
+    except OSError as e:
+        _remove_if_empty(out, created)
+        raise HwgenError(f"cannot write the output folder '{out}': {e.strerror or e}") from None
+    final = os.path.join(out, kernel.name)
     try:
         with open(os.path.join(tmp, f"{kernel.name}.v"), "w") as f:
             f.write(design.verilog)
@@ -180,8 +192,13 @@ def build(kernel, out_dir="rtl_out", dram: DramConfig | None = None, show_ir: bo
         if os.path.isdir(final):
             shutil.rmtree(final)
         os.replace(tmp, final)
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        _remove_if_empty(out, created)
+        raise HwgenError(f"cannot write '{final}': {e.strerror or e}") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        _remove_if_empty(out, created)
         raise
     design.paths = {
         "verilog": os.path.join(final, f"{kernel.name}.v"),
@@ -189,3 +206,11 @@ def build(kernel, out_dir="rtl_out", dram: DramConfig | None = None, show_ir: bo
         "report": os.path.join(final, "report.json"),
     }
     return design
+
+
+def _remove_if_empty(path: str, created: bool) -> None:
+    if created:
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass

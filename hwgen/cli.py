@@ -20,7 +20,7 @@ import warnings
 import numpy as np
 
 from .dram import DramConfig
-from .errors import CliError, HwgenError, LanesWarning, Loc, MismatchError, show_path
+from .errors import CliError, HwgenError, LanesWarning, Loc, MismatchError, plain_message, show_path
 from .kernel import Kernel
 from .lang.signature import check_args
 
@@ -73,10 +73,10 @@ def load_app(path: str):
     except HwgenError:
         raise
     except SyntaxError as e:
-        raise CliError(f"SyntaxError: {e.msg}", Loc(path, e.lineno or 0)) from None
+        raise CliError(f"invalid Python syntax: {e.msg}", Loc(e.filename or path, e.lineno or 0)) from None
     except Exception as e:
         line = _app_line(e.__traceback__, path)
-        raise CliError(f"loading {path} failed: {type(e).__name__}: {e}", Loc(path, line)) from None
+        raise CliError(f"loading the app failed: {plain_message(e)}", Loc(path, line)) from None
     finally:
         sys.path.remove(folder)
     return module
@@ -130,7 +130,7 @@ def app_inputs(module, kernel: Kernel, seed: int, path: str):
     except HwgenError:
         raise
     except Exception as e:
-        raise CliError(f"inputs() failed: {type(e).__name__}: {e}", Loc(path, _app_line(e.__traceback__, path))) from None
+        raise CliError(f"inputs() failed: {plain_message(e)}", Loc(path, _app_line(e.__traceback__, path))) from None
     if isinstance(value, dict):
         value = value.get(kernel.name)
         if value is None:
@@ -139,15 +139,23 @@ def app_inputs(module, kernel: Kernel, seed: int, path: str):
 
 
 def cmd_build(args) -> int:
+    from .build import elaborate, write
+
     module = load_app(args.app)
-    for k in kernels_of(module, args.app, args.kernel):
+    built = []
+    for k in kernels_of(module, args.app, args.kernel):  # every kernel compiles before any is written
         t = time.perf_counter()
         if args.show_ir:
             print(k.show_ir(), flush=True)
-        design = k.build(out_dir=args.out, show_ir=args.show_ir or None)
+        built.append((k, elaborate(k, show_ir=args.show_ir or None), time.perf_counter() - t))
+    for k, design, seconds in built:
+        try:
+            design = write(k, design, args.out)
+        except HwgenError as e:  # the output folder is the command line's, not the app's
+            raise CliError(e.message, Loc("hwgen", 0)) from None
         r = design.report
         print(f"built {k.name}: {design.paths['verilog']}  predicted {r['predicted_cycles']} cycles, "
-              f"roofline {r['roofline_cycles']}  ({time.perf_counter() - t:.2f} s)")
+              f"roofline {r['roofline_cycles']}  ({seconds:.2f} s)")
     return 0
 
 

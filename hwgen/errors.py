@@ -9,6 +9,7 @@ mistake is found later, during a build). `str(err)` is ``FILE:LINE: message``.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass
 
@@ -73,6 +74,31 @@ def loc_from_traceback(tb) -> Loc | None:
             found = Loc(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
         tb = tb.tb_next
     return found
+
+
+_INTERNAL_NAMES = (
+    (re.compile(r"\bArrayVal\b|\bTableVal\b"), "traced array"), (re.compile(r"\bVal\b"), "traced scalar"),
+    (re.compile(r"\b(map|sum|max|min|filter|abs)_\(\)"), r"hw.\1()"),
+    (re.compile(r"\b(groupby_fold|multifold|flatmap|reduce|argmax|argmin|where|table|zeros|full)\(\)"), r"hw.\1()"),
+)
+_PLAIN = {
+    "KeyError": "there is no key {0}", "ZeroDivisionError": "{0} (a division by zero in Python code)",
+    "RecursionError": "Python recursed too deeply",
+}
+
+
+def plain_message(e: BaseException) -> str:
+    """A Python exception raised in the user's code as a plain sentence: its message without
+    the exception's class name and with hwgen's internal class names replaced."""
+    text = str(e)
+    template = _PLAIN.get(type(e).__name__)
+    if template is not None:
+        text = template.format(text)
+    if not text:
+        text = "Python raised an error without a message"
+    for pattern, words in _INTERNAL_NAMES:
+        text = pattern.sub(words, text)
+    return text.splitlines()[0] if text.strip() else text
 
 
 class HwgenError(Exception):

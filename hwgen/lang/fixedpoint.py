@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dtypes import DType, bool_, int8, int16, int32, int64
+from .dtypes import DType, bool_, int8, int16, int32, int64, uint64
 from ..errors import TypeMismatchError
 
 _STORAGE = {8: int8, 16: int16, 32: int32, 64: int64}
@@ -140,8 +140,32 @@ def tag(v, fx: Fixed):
 
 def _wide(fx: Fixed):
     if fx.bits > 32:
-        raise TypeMismatchError(f"multiplying or dividing {fx.name} values needs a type of at most 32 bits")
+        raise TypeMismatchError(
+            f"dividing {fx.name} values is not supported: '/' on fixed types needs a double-width "
+            f"quotient and is limited to fixed types of at most 32 bits; convert with "
+            f".astype(hw.fixed(...)) to a 32-bit fixed type first, or divide the integers with '//'")
     return int64
+
+
+def _mul64(ra, rb, fx: Fixed):
+    """The product of two 64-bit raw values, floor-shifted by fx.frac and wrapped to 64 bits:
+    bits [frac, frac + 63] of the exact 128-bit product, built from four 32 x 32-bit products
+    of the halves (all in uint64, which wraps like the 128-bit sum's words), with the
+    two's-complement corrections for negative operands in the high word."""
+    tr = _tr()
+    mask, half = np.uint64(0xFFFFFFFF), np.uint64(32)
+    ua, ub = tr.cast(ra, uint64), tr.cast(rb, uint64)
+    a0, a1 = ua & mask, ua >> half
+    b0, b1 = ub & mask, ub >> half
+    p00, p01, p10, p11 = a0 * b0, a0 * b1, a1 * b0, a1 * b1
+    mid = (p00 >> half) + (p01 & mask) + (p10 & mask)
+    lo = (p00 & mask) | (mid << half)
+    hi = p11 + (p01 >> half) + (p10 >> half) + (mid >> half)
+    zero = np.uint64(0)
+    hi = hi - tr.where(ra < np.int64(0), ub, zero) - tr.where(rb < np.int64(0), ua, zero)
+    f = fx.frac
+    out = lo if f == 0 else (lo >> np.uint64(f)) | (hi << np.uint64(64 - f))
+    return wrap(tr.cast(out, int64), fx)
 
 
 def binary(op: str, a, b):
@@ -153,6 +177,8 @@ def binary(op: str, a, b):
     if op in ("add", "sub", "max", "min", "and", "or", "xor", "mod"):
         return wrap(tr.binary(op, ra, rb), fx)
     if op == "mul":
+        if fx.bits == 64:
+            return _mul64(ra, rb, fx)
         w = _wide(fx)
         product = tr.binary("mul", tr.cast(ra, w), tr.cast(rb, w))
         return wrap(tr.binary("shr", product, np.int64(fx.frac)), fx)

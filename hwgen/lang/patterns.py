@@ -52,12 +52,24 @@ def _bind(fn, shape: tuple, what: str) -> tuple:
     return dims, tuple(_index_val(d) for d in dims)
 
 
+def _single(body, what: str, loc):
+    """The value a map or reduce body returns: a scalar or an array, never a tuple."""
+    if isinstance(body, (tuple, list)):
+        raise TraceError(
+            f"the function given to {what} returns a {type(body).__name__} of {len(body)} values; it "
+            f"must return one scalar or array: write one {what.split()[0]} per value, or return "
+            f"an array (hw.map(n, lambda c: ...)) to get a column each", loc)
+    if body is None:
+        raise TraceError(f"the function given to {what} returns None; return the value (lambda i: x[i])", loc)
+    return body
+
+
 def map_(domain, fn):
     """The array of `fn(*idx)` over `domain`; if `fn` returns an array, its dims are appended."""
     shape = _domain(domain, "hw.map")
     dims, idx = _bind(fn, shape, "hw.map")
     loc = user_loc()
-    body = fn(*idx)
+    body = _single(fn(*idx), "hw.map", loc)
     if isinstance(body, ArrayVal):
         trace = current("hw.map")
         inner = tuple(trace.fresh_dim(n) for n in body.shape)
@@ -91,9 +103,13 @@ def _combiner(op, dtype: DType) -> ir.Combiner:
         a = Val(ir.Param("%a", dtype))
         b = Val(ir.Param("%b", dtype))
         try:
-            out = op(a, b)
-        except TypeError as e:
-            raise TraceError(f"the reduce op {op!r} must take two arguments (a, b): {e}") from None
+            inspect.signature(op).bind(a, b)
+        except TypeError:
+            raise TraceError("the reduce op must be a function of two arguments (a, b), like "
+                             "lambda a, b: hw.maximum(a, b)") from None
+        except ValueError:
+            pass  # a builtin without a signature: call it
+        out = op(a, b)
         if isinstance(out, ArrayVal):
             raise TraceError("a reduce op must combine two scalars into a scalar")
         out = const(out)
@@ -137,7 +153,7 @@ def reduce(domain, fn, op="+"):
         _combiner(op, int64)  # raises the unknown-op error before tracing the body
     dims, idx = _bind(fn, shape, "hw.reduce")
     loc = user_loc()
-    body = fn(*idx)
+    body = _single(fn(*idx), "hw.reduce (hw.sum, hw.max, hw.min)", loc)
     if isinstance(body, ArrayVal):
         trace = current("hw.reduce")
         inner = tuple(trace.fresh_dim(n) for n in body.shape)
@@ -272,8 +288,13 @@ def groupby_fold(domain, fn, op="+", max_keys=None):
     keys = ir.Part(node, "keys")
     values = ir.Part(node, "values")
     fx = dtype if isinstance(dtype, fixedpoint.Fixed) else None
-    return (ArrayVal(keys.shape, keys.dtype, node=keys), ArrayVal(values.shape, fx or values.dtype, node=values),
-            Val(ir.Count(node)))
+    columns = ArrayVal(values.shape, fx or values.dtype, node=values)
+    if len(exprs) == 1 and (isinstance(value, ArrayVal) or isinstance(value, tuple)):
+        # one column of a 1-D array or 1-tuple value: `values` keeps its axis, (max_keys, 1),
+        # like two columns give (max_keys, 2); the IR part itself is 1-D
+        flat = columns
+        columns = ArrayVal(values.shape + (1,), flat.dtype, elem_fn=lambda idx: flat.elem(idx[:1]))
+    return (ArrayVal(keys.shape, keys.dtype, node=keys), columns, Val(ir.Count(node)))
 
 
 class Emit:
@@ -325,12 +346,13 @@ def flatmap(domain, fn, max_out):
 
 def _append(dims, pairs, capacity: int, loc):
     conds, values = [], []
+    if any(isinstance(v, ArrayVal) for pair in pairs for v in pair):
+        raise TraceError("hw.filter and hw.flatmap conditions and values must be scalars, got an array; "
+                         "reduce it to one value (hw.sum, .max(), ...) or give each element its own index", loc)
     first = const(pairs[0][1])
-    dtype = first.dtype if not first.weak else int64
+    dtype = first.dtype if not first.weak or first.dtype == bool_ else int64  # Python bools stay bool_
     for cond, value in pairs:
         c = const(cond)
-        if isinstance(cond, ArrayVal) or isinstance(value, ArrayVal):
-            raise TraceError("filter and flatmap conditions and values must be scalars", loc)
         conds.append(_strong(c if c.dtype == bool_ else binary("ne", c, 0)))
         values.append(_strong(value, dtype))
     node = ir.Collect("append", dims, None, tuple(values), tuple(conds), None, capacity, loc=loc)
@@ -339,21 +361,39 @@ def _append(dims, pairs, capacity: int, loc):
     return ArrayVal(part.shape, fx or part.dtype, node=part), Val(ir.Count(node))
 
 
-def argmin(arr) -> Val:
-    """Index of the first minimum of a 1-D array (numpy's argmin)."""
-    return _arg(arr, "min")
+def argmin(arr, fn=None) -> Val:
+    """Index of the first minimum of a 1-D array (numpy's argmin); `hw.argmin(n, lambda c:
+    ...)`, written like `hw.min`, is the argmin of `hw.map(n, fn)`."""
+    return _arg(_arg_source(arr, fn, "argmin"), "min")
 
 
-def argmax(arr) -> Val:
-    """Index of the first maximum of a 1-D array (numpy's argmax)."""
-    return _arg(arr, "max")
+def argmax(arr, fn=None) -> Val:
+    """Index of the first maximum of a 1-D array (numpy's argmax); `hw.argmax(n, lambda c:
+    ...)`, written like `hw.max`, is the argmax of `hw.map(n, fn)`."""
+    return _arg(_arg_source(arr, fn, "argmax"), "max")
+
+
+def _arg_source(arr, fn, what: str):
+    if fn is None:
+        if callable(arr) and not isinstance(arr, (ArrayVal, Val)):
+            raise TraceError(f"hw.{what} takes a 1-D array, or a length and a function like "
+                             f"hw.{what}(n, lambda c: x[c]); got only a function")
+        return arr
+    if isinstance(arr, ArrayVal):
+        raise TraceError(f"hw.{what}(x) takes one array; hw.{what}(n, lambda c: ...) takes a length and a function")
+    shape = _domain(arr, f"hw.{what}")
+    if len(shape) != 1:
+        raise TraceError(f"hw.{what}(n, fn) takes a 1-D domain (a length), got {shape}")
+    return map_(shape, fn)
 
 
 def _arg(arr, which: str) -> Val:
     """A min/max over keys (value, index) packed in one int64: the value in the high bits, the
     index (for argmax: its complement) in the low bits, so the first extreme wins ties."""
     if not isinstance(arr, ArrayVal) or arr.ndim != 1:
-        raise TraceError(f"hw.arg{which} takes a 1-D array, got {arr!r}")
+        got = f"an array of shape {arr.shape}" if isinstance(arr, ArrayVal) else \
+            ("a scalar" if isinstance(arr, Val) else f"{type(arr).__name__}")
+        raise TraceError(f"hw.arg{which} takes a 1-D array (or hw.arg{which}(n, lambda c: ...)), got {got}")
     n = arr.shape[0]
     dt = arr.dtype
     bits = max(1, (n - 1).bit_length())

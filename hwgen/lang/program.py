@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from .. import ir
 from .dtypes import DType
-from ..errors import HwgenError, Loc, TraceError, TypeMismatchError, loc_from_traceback
+from ..errors import HwgenError, Loc, TraceError, TypeMismatchError, loc_from_traceback, plain_message
 from .signature import ArrayType, Port, parse_params, parse_results, raw_dtype, result_names
 from .context import Trace, tracing
 from .scalars import Val, _meet, const
@@ -67,9 +67,12 @@ def trace_program(fn, loc: Loc | None) -> Program:
                     "numpy functions cannot take traced values; inside a kernel use Python "
                     "operators and hwgen's functions (hw.where, hw.maximum, hw.sum, ...)", where
                 ) from None
-            raise TraceError(
-                f"tracing kernel '{name}' failed: {type(e).__name__}: {e}", where
-            ) from None
+            if isinstance(e, IndexError) and "only integers, slices" in str(e):
+                raise TraceError(
+                    "a numpy array cannot be indexed by a traced value; make the constant table "
+                    "hw.table(values) (a ROM, which data may index), or pass it as a kernel argument",
+                    where) from None
+            raise TraceError(f"tracing kernel '{name}' failed: {plain_message(e)}", where) from None
         items = list(returned) if isinstance(returned, tuple) else [returned]
         if returned is None or not items:
             raise TraceError(f"kernel '{name}' returns nothing; return its result(s)", loc)

@@ -59,7 +59,7 @@ class _Operators:
     def __neg__(self): return unary("neg", self)
     def __invert__(self): return unary("invert", self)
     def __abs__(self): return unary("abs", self)
-    def __pos__(self): return self
+    def __pos__(self): return unary("pos", self)
 
 
 class Val(_Operators):
@@ -124,7 +124,17 @@ class Val(_Operators):
         raise TraceError("a traced scalar cannot be iterated")
 
     def __repr__(self):
-        return f"Val({self.expr!r})"
+        return f"<traced {self.dtype.name} scalar>"
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise TraceError(
+            f"a traced scalar has no attribute '{name}'; scalars support Python's operators, "
+            f".astype(...) and .dtype, and hwgen's functions (hw.where, hw.maximum, ...)")
+
+    def __len__(self):
+        raise TraceError("a traced scalar has no length; it is one value")
 
 
 def const(value, loc=None) -> Val:
@@ -151,6 +161,9 @@ def const(value, loc=None) -> Val:
         raise TypeMismatchError(
             f"the float {value!r} cannot be used: hwgen has integer types only", loc
         )
+    if isinstance(value, (tuple, list)):
+        raise TypeMismatchError(
+            f"cannot use a {type(value).__name__} of {len(value)} values here: expected a scalar", loc)
     text = repr(value)
     text = text if len(text) <= 60 else text[:57] + "..."
     raise TypeMismatchError(f"cannot use {text} (a {type(value).__name__}) here: expected a scalar", loc)
@@ -195,6 +208,9 @@ def _weak_range(op: str, a: Val, b: Val):
     if op in ("max", "min"):
         f = max if op == "max" else min
         return f(a.lo, b.lo), f(a.hi, b.hi)
+    if op in ("shl", "shr") and b.lo >= 0 and b.hi < 1 << 16:  # monotonic in each operand
+        corners = [x << y if op == "shl" else x >> y for x in (a.lo, a.hi) for y in (b.lo, b.hi)]
+        return min(corners), max(corners)
     return None, None
 
 
@@ -206,23 +222,13 @@ def binary(op: str, a, b) -> Val:
         return elementwise(lambda x, y: binary(op, x, y), a, b)
     if fixedpoint.is_fixed(a) or fixedpoint.is_fixed(b):
         return fixedpoint.binary(op, a, b)
-    a, b = const(a), const(b)
     what = f"'{_SYMBOL[op]}'"
     compare = op in ir.COMPARE
+    if compare and (_huge(a) or _huge(b)):
+        return _compare_huge(op, a, b, what)
+    a, b = const(a), const(b)
     if a.weak and b.weak:
-        if a.dtype == bool_ and b.dtype == bool_:
-            dt = bool_
-        else:
-            dt = int64
-        lo, hi = _weak_range(op, a, b)
-        if compare:
-            return Val(ir.Binary(op, _meet(a, dt, what), _meet(b, dt, what), bool_))
-        if dt == bool_:
-            return _bool_binary(op, a.expr, b.expr, weak=True)
-        if isinstance(a.expr, ir.Const) and isinstance(b.expr, ir.Const):
-            return const(_fold(op, a.expr.value, b.expr.value))
-        expr = ir.Binary(op, _meet(a, int64, what), _meet(b, int64, what), int64)
-        return Val(expr, weak=True, lo=lo, hi=hi)
+        return _python_binary(op, a, b, what)
     if a.weak or b.weak:
         strong, weak = (b, a) if a.weak else (a, b)
         dt = weak_result(strong.dtype, weak.dtype == bool_)
@@ -251,6 +257,91 @@ def binary(op: str, a, b) -> Val:
     return Val(ir.Binary(op, ea, eb, bool_ if compare else dt))
 
 
+_PY_COMPARE = {"eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "lt": lambda x, y: x < y,
+               "le": lambda x, y: x <= y, "gt": lambda x, y: x > y, "ge": lambda x, y: x >= y}
+
+
+def _decided(op: str, a: Val, b: Val):
+    """The Python bool `a <op> b` when the operands' ranges decide it, else None."""
+    if a.lo is None or b.lo is None:
+        return None
+    if op in ("eq", "ne"):
+        if a.lo == a.hi == b.lo == b.hi:
+            return _PY_COMPARE[op](a.lo, b.lo)
+        if a.hi < b.lo or b.hi < a.lo:
+            return op == "ne"
+        return None
+    test = _PY_COMPARE[op]
+    corners = {test(x, y) for x in (a.lo, a.hi) for y in (b.lo, b.hi)}
+    return corners.pop() if len(corners) == 1 else None
+
+
+def _huge(v) -> bool:
+    """A Python int beyond every 64-bit type."""
+    return isinstance(v, int) and not isinstance(v, bool) and not -(1 << 63) <= v < (1 << 64)
+
+
+def _compare_huge(op: str, a, b, what: str) -> Val:
+    """A comparison with a Python int beyond 64 bits: Python and numpy compare exactly, so
+    the answer is known from the other side's range (a weak value's, or its dtype's)."""
+    if _huge(a) and _huge(b):
+        return const(bool(_PY_COMPARE[op](a, b)))
+    big, other = (a, b) if _huge(a) else (b, a)
+    other = const(other)
+    lo, hi = (other.lo, other.hi) if other.weak else (other.dtype.min, other.dtype.max)  # (fixed goes to fixedpoint.py)
+    if lo is not None:
+        side = Val(ir.Const(0, int64), weak=True, lo=big, hi=big)
+        x, y = (side, Val(ir.Const(0, int64), weak=True, lo=lo, hi=hi))
+        if big is b:
+            x, y = y, x
+        known = _decided(op, x, y)
+        if known is not None:
+            return const(bool(known)) if other.weak else const(np.bool_(known))
+    raise TypeMismatchError(f"the Python integer {big} in {what} is beyond 64 bits and the other side's "
+                            f"values are not known at build time; use a smaller constant")
+
+
+def _python_binary(op: str, a: Val, b: Val, what: str) -> Val:
+    """`a <op> b` on two weak values: Python ints, Python bools and index values, which behave
+    like Python ints (so comparisons of them are Python bools). Python's rules: bool & | ^ bool
+    stays a bool, other arithmetic on bools is int arithmetic (True + True == 2); results are
+    exact, computed in int64 in hardware, so a result that may leave int64 is an error."""
+    if op in ir.COMPARE:
+        known = _decided(op, a, b)
+        if known is not None:
+            return const(bool(known))  # the answer is the same for every value of the index
+        for v in (a, b):
+            if v.lo is not None and not (int64.fits(v.lo) and int64.fits(v.hi)):
+                raise TypeMismatchError(_beyond_int64(v, what))
+        dt = bool_ if a.dtype == bool_ and b.dtype == bool_ else int64
+        return Val(ir.Binary(op, _meet(a, dt, what), _meet(b, dt, what), bool_), weak=True, lo=0, hi=1)
+    if a.dtype == bool_ and b.dtype == bool_ and op in ("and", "or", "xor", "max", "min"):
+        return _bool_binary(op, a.expr, b.expr, weak=True)
+    if isinstance(a.expr, ir.Const) and isinstance(b.expr, ir.Const):
+        return const(_fold(op, a.expr.value, b.expr.value))
+    lo, hi = _weak_range(op, a, b)
+    if lo is not None and not (int64.fits(lo) and int64.fits(hi)):
+        raise TypeMismatchError(
+            f"{what} on index values gives values in [{lo}, {hi}], beyond int64: hwgen computes "
+            f"Python-int arithmetic on index values in int64; keep the constants smaller or "
+            f"convert one side with .astype(...) (it then wraps like numpy)"
+        )
+    for v in (a, b):
+        # + - * are exact modulo 2**64, so an operand beyond int64 is fine when the result fits
+        if (lo is None or op not in ("add", "sub", "mul")) and v.lo is not None \
+                and not (int64.fits(v.lo) and int64.fits(v.hi)):
+            raise TypeMismatchError(_beyond_int64(v, what))
+    expr = ir.Binary(op, _meet(a, int64, what), _meet(b, int64, what), int64)
+    return Val(expr, weak=True, lo=lo, hi=hi)
+
+
+def _beyond_int64(v: Val, what: str) -> str:
+    shown = v.lo if v.lo == v.hi else f"in [{v.lo}, {v.hi}]"
+    return (f"the Python integer {shown} in {what} next to an index value is beyond int64, where hwgen "
+            f"computes index values; here the result depends on the index, so keep the constant "
+            f"within int64 or convert one side with .astype(...)")
+
+
 def _fold(op: str, a: int, b: int) -> int:
     """`a <op> b` on two Python ints, exactly as Python computes it."""
     if op in ("floordiv", "mod") and b == 0:
@@ -269,7 +360,10 @@ def _bool_binary(op: str, a: ir.Expr, b: ir.Expr, weak: bool) -> Val:
     """numpy on two bools: + is or, * is and; - is an error; comparisons and logic as usual."""
     mapped = {"add": "or", "mul": "and", "max": "or", "min": "and"}.get(op, op)
     if mapped in ("and", "or", "xor") or mapped in ir.COMPARE:
-        return Val(ir.Binary(mapped, a, b, bool_), weak=weak)
+        if weak and isinstance(a, ir.Const) and isinstance(b, ir.Const):
+            return const(bool(_fold(mapped, a.value, b.value)) if mapped not in ir.COMPARE
+                         else bool(_PY_COMPARE[mapped](a.value, b.value)))
+        return Val(ir.Binary(mapped, a, b, bool_), weak=weak, lo=0 if weak else None, hi=1 if weak else None)
     raise TypeMismatchError(
         f"'{_SYMBOL[op]}' on two bool_ values is not supported (numpy: boolean {op} is an error "
         f"or changes type); use .astype(...) first, or ^ | & for logic"
@@ -281,9 +375,15 @@ def unary(op: str, a) -> Val:
 
     if isinstance(a, ArrayVal):
         return elementwise(lambda x: unary(op, x), a)
+    if op == "pos":  # +x is x, except that +True is the int 1 in Python
+        return a if not (isinstance(a, Val) and a.weak and a.dtype == bool_) else unary("abs", a)
     if fixedpoint.is_fixed(a):
         return fixedpoint.unary(op, a)
     a = const(a)
+    if a.dtype == bool_ and a.weak:
+        # a Python bool (an index comparison): -, ~ and abs() give ints, ~True == -2
+        a = Val(_meet(a, int64, "an index comparison"), weak=True, lo=a.lo, hi=a.hi) \
+            if not isinstance(a.expr, ir.Const) else const(int(a.lo))
     if a.dtype == bool_:
         if op == "neg":
             raise TypeMismatchError(

@@ -88,8 +88,8 @@ def _as_type(annotation, what: str, loc: Loc):
     if dt is not None:
         return dt
     raise TypeMismatchError(
-        f"{what} is annotated {annotation!r}; expected hw.Array[dtype, *shape] or a dtype such "
-        f"as int32", loc
+        f"{what} is annotated {annotation.__name__ if isinstance(annotation, type) else repr(annotation)}; "
+        f"expected hw.Array[dtype, *shape] or a dtype such as int32", loc
     )
 
 
