@@ -2,24 +2,43 @@
 
 It reads a `passes.Compiled` (never the hardware): each formula restates the timing its
 hardware template documents (hw/*.py), with the constants of timing.py; simulation checks
-the sum. With the DRAM at its fixed latency the model is exact, except where transfers in
-different stages of a metapipeline share the channel: the model bounds such a step by the sum of
-their beats, which is exact when they start together and a few cycles short otherwise:
+the sum. With the DRAM at its fixed latency (no jitter: the channel takes a read request and
+a write beat every cycle) the model is exact:
 
     Pipe        iterations + latency + 1          (latency: the datapath's write stage)
     SeqLoop     1 + iterations * sum(stage + 1)
-    MetaLoop    1 + sum over steps of (slowest stage in the step + 1);
-                iterations + stages - 1 steps, stage s busy in steps s .. s + iterations - 1;
-                stages of one step that all move data share the channel: the step lasts at
-                least their read beats + DRAM latency + 5 (writes: their beats + 4)
-    Parallel    max(children) + 1; loads in parallel share one request per cycle:
-                total beats + DRAM latency + 5 + 1
+    MetaLoop    1 + sum over steps of (the step + 1); iterations + stages - 1 steps, stage s
+                busy in steps s .. s + iterations - 1; a step lasts until the last of its
+                stages, all started together, is done
+    Parallel    (the children, started together, until the last is done) + 1
     Load        beats + DRAM latency + 5       (requests are registered on the way out,
                                                responses on the way in and again before
                                                the tile memory)
     Store       beats + read latency of its memory + 4   (done once the channel
                                                takes the last beat from the arbiter)
     kernel      root + 1
+
+Controllers started together (a step's stages, a fork's children) each take their own
+cycles unless two of them move data the same way (reads, or writes) during that run: they
+then share that direction's arbiter, one grant per cycle, round-robin from the client after
+the last one granted (hw/memchannel.py), and a transfer that waits for a grant is slower by
+as many cycles as it waits. Such a step or fork is run through `_Channel`, an event-level
+model of the two arbiters: every controller below it is a process with the timing above,
+each load's requests (from its go + 2, one per grant, done DRAM latency + 4 cycles after the
+last) and each store's beats (fetched from its memory from its go + 2 while fewer than read
+latency + 2 are owed, each offered read latency + 1 cycles after its fetch, done 2 cycles
+after the arbiter takes the last) are arbitrated cycle by cycle in the cycles where any wait.
+So its cycles are computed, not bounded, also when the transfers start at different cycles
+(a load of the next tile beside the loads of a nested loop). Which client an arbiter last
+granted carries from one run to the next (it decides who goes first when two ask in the same
+cycle); runs are memoized on (controller, last grants), and a loop's identical iterations or
+steps are summed once the last grants repeat, so the model stays in milliseconds.
+
+Under DRAM jitter the channel refuses requests at random and answers late: the model stays
+the fixed-latency one (a lower bound in practice; see docs/hardware.md).
+
+Each report entry gives a leaf's cycles when it has the channel to itself, and a loop's or
+fork's cycles in its first run.
 
 Roofline: max(compute bound, memory bound), where the compute bound is the busiest pipe's total
 cycles of issue (iterations, each carrying all its lanes), and the memory bound moves each
