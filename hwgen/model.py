@@ -375,10 +375,10 @@ class _Channel:
             return t0 + n
         if isinstance(c, Load):
             g = yield ("read", m.client[c.name], t0 + 2, beats_of(c.mem.shape, m.words))
-            return g + m.dram.latency + LOAD_EXTRA - 1
+            return g + m.dram.latency + LOAD_EXTRA - 1  # alone, the last grant is in t0 + 1 + beats
         if isinstance(c, Store):
             g = yield ("write", m.client[c.name], _StoreBeats(t0, beats_of(c.shape, m.words), m.read_latency(c)))
-            return g + STORE_EXTRA - 2
+            return g + STORE_EXTRA - 2  # alone, the last is taken in t0 + 2 + read latency + beats
         if isinstance(c, Parallel):
             dones = []
             yield ("fork", [self.process(k, t0) for k in c.children], dones)
