@@ -2,24 +2,43 @@
 
 It reads a `passes.Compiled` (never the hardware): each formula restates the timing its
 hardware template documents (hw/*.py), with the constants of timing.py; simulation checks
-the sum. With the DRAM at its fixed latency the model is exact, except where transfers in
-different stages of a metapipeline share the channel: the model bounds such a step by the sum of
-their beats, which is exact when they start together and a few cycles short otherwise:
+the sum. With the DRAM at its fixed latency (no jitter: the channel takes a read request and
+a write beat every cycle) the model is exact:
 
     Pipe        iterations + latency + 1          (latency: the datapath's write stage)
     SeqLoop     1 + iterations * sum(stage + 1)
-    MetaLoop    1 + sum over steps of (slowest stage in the step + 1);
-                iterations + stages - 1 steps, stage s busy in steps s .. s + iterations - 1;
-                stages of one step that all move data share the channel: the step lasts at
-                least their read beats + DRAM latency + 5 (writes: their beats + 4)
-    Parallel    max(children) + 1; loads in parallel share one request per cycle:
-                total beats + DRAM latency + 5 + 1
+    MetaLoop    1 + sum over steps of (the step + 1); iterations + stages - 1 steps, stage s
+                busy in steps s .. s + iterations - 1; a step lasts until the last of its
+                stages, all started together, is done
+    Parallel    (the children, started together, until the last is done) + 1
     Load        beats + DRAM latency + 5       (requests are registered on the way out,
                                                responses on the way in and again before
                                                the tile memory)
     Store       beats + read latency of its memory + 4   (done once the channel
                                                takes the last beat from the arbiter)
     kernel      root + 1
+
+Controllers started together (a step's stages, a fork's children) each take their own
+cycles unless two of them move data the same way (reads, or writes) during that run: they
+then share that direction's arbiter, one grant per cycle, round-robin from the client after
+the last one granted (hw/memchannel.py), and a transfer that waits for a grant is slower by
+as many cycles as it waits. Such a step or fork is run through `_Channel`, an event-level
+model of the two arbiters: every controller below it is a process with the timing above,
+each load's requests (from its go + 2, one per grant, done DRAM latency + 4 cycles after the
+last) and each store's beats (fetched from its memory from its go + 2 while fewer than read
+latency + 2 are owed, each offered read latency + 1 cycles after its fetch, done 2 cycles
+after the arbiter takes the last) are arbitrated cycle by cycle in the cycles where any wait.
+So its cycles are computed, not bounded, also when the transfers start at different cycles
+(a load of the next tile beside the loads of a nested loop). Which client an arbiter last
+granted carries from one run to the next (it decides who goes first when two ask in the same
+cycle); runs are memoized on (controller, last grants), and a loop's identical iterations or
+steps are summed once the last grants repeat, so the model stays in milliseconds.
+
+Under DRAM jitter the channel refuses requests at random and answers late: the model stays
+the fixed-latency one (a lower bound in practice; see docs/hardware.md).
+
+Each report entry gives a leaf's cycles when it has the channel to itself, and a loop's or
+fork's cycles in its first run.
 
 Roofline: max(compute bound, memory bound), where the compute bound is the busiest pipe's total
 cycles of issue (iterations, each carrying all its lanes), and the memory bound moves each
@@ -28,11 +47,12 @@ input element in and each output element out once, `words_per_cycle` per cycle e
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
 
 from .dram import DramConfig
-from .loops import Load, Loop, Parallel, Pipe, Store
+from .loops import Load, Loop, Parallel, Pipe, Store, children, walk
 from .timing import JOIN_EXTRA, LOAD_EXTRA, STORE_EXTRA, beats_of
 
 
@@ -51,7 +71,8 @@ def predict(compiled, dram: DramConfig) -> Prediction:
     each controller's instance name."""
     model = _Model(compiled, dram)
     prog = compiled.program
-    root, tree = model.named(prog.root, 1)
+    root, _ = model.run(prog.root, (0, 0))
+    _, tree = model.named(prog.root, 1)
     compute = max(model.pipe_work.values(), default=0)
     read_words = sum(d.size for d in prog.drams if d.role == "in")
     write_words = sum(d.size for d in prog.drams if d.role == "out")
@@ -60,13 +81,24 @@ def predict(compiled, dram: DramConfig) -> Prediction:
 
 
 class _Model:
-    """The formulas of the module doc, one method per controller kind. Each returns (cycles,
-    report dict) of a controller run `trips` times in all (trips count a pipe's work)."""
+    """The formulas of the module doc, one method per controller kind. `named` builds the
+    report tree (each leaf's uncontended cycles, each loop's and fork's first run); `run` gives
+    the cycles of one run of a controller and the arbiters' last grants after it."""
 
     def __init__(self, compiled, dram: DramConfig):
         self.compiled, self.dram, self.words = compiled, dram, dram.words_per_cycle
         self.pipe_work: dict = {}  # pipe name -> issue cycles over the whole kernel
         self.lanes = 1
+        everything = list(walk(compiled.program.root))
+        # arbiter client numbers: the PE numbers its loads and stores in this order (hw/pe.py)
+        self.client = {c.name: k for kind in (Load, Store)
+                       for k, c in enumerate(x for x in everything if isinstance(x, kind))}
+        self.clients = (sum(isinstance(x, Load) for x in everything), sum(isinstance(x, Store) for x in everything))
+        self.memo: dict = {}  # (controller name, last grants) -> (cycles, last grants)
+        self.first: dict = {}  # controller name -> cycles of its first run
+        self.moves: dict = {}  # controller name -> (read beats, write beats) of one run
+
+    # ---------------------------------------------------------------- the report tree
 
     def named(self, c, trips: int) -> tuple:
         kind = {Pipe: self.pipe, Load: self.load, Store: self.store, Parallel: self.parallel, Loop: self.loop}
@@ -78,62 +110,314 @@ class _Model:
         self.pipe_work[c.name] = self.pipe_work.get(c.name, 0) + trips * c.iterations
         lanes = math.prod(k.par for k in c.counters)
         self.lanes = max(self.lanes, lanes)
-        n = c.iterations + latency + 1
+        n = self.leaf_cycles(c)
         return n, {"pipe": [k.name for k in c.counters], "iterations": c.iterations,
                    "lanes": lanes, "latency": latency, "cycles": n}
 
     def load(self, c: Load, trips: int) -> tuple:
-        beats = beats_of(c.mem.shape, self.words)
-        n = beats + self.dram.latency + LOAD_EXTRA
-        return n, {"load": c.dram.name, "beats": beats, "cycles": n}
+        n = self.leaf_cycles(c)
+        return n, {"load": c.dram.name, "beats": beats_of(c.mem.shape, self.words), "cycles": n}
 
     def store(self, c: Store, trips: int) -> tuple:
-        beats = beats_of(c.shape, self.words)
-        n = beats + self.compiled.plans[c.mem.name].latency + STORE_EXTRA
-        return n, {"store": c.dram.name, "beats": beats, "cycles": n}
+        n = self.leaf_cycles(c)
+        return n, {"store": c.dram.name, "beats": beats_of(c.shape, self.words), "cycles": n}
 
     def parallel(self, c: Parallel, trips: int) -> tuple:
         kids = [self.named(k, trips) for k in c.children]
-        if all(isinstance(k, Load) for k in c.children):  # loads share one request per cycle
-            beats = sum(beats_of(k.mem.shape, self.words) for k in c.children)
-            n = beats + self.dram.latency + LOAD_EXTRA + JOIN_EXTRA
-        else:
-            n = max(k[0] for k in kids) + JOIN_EXTRA
+        n = self.first.get(c.name) or self.run(c, (0, 0))[0]  # else: only run sharing the channel
         return n, {"parallel": [k[1] for k in kids], "cycles": n}
 
     def loop(self, c: Loop, trips: int) -> tuple:
         it = c.iterations
         kids = [self.named(k, trips * it) for k in c.stages]
-        durations = [k[0] for k in kids]
-        n = self.metapipeline(c, durations) if c.meta else 1 + it * sum(d + 1 for d in durations)
+        n = self.first.get(c.name) or self.run(c, (0, 0))[0]  # else: only run sharing the channel
         return n, {"loop": [k.name for k in c.counters], "iterations": it,
                    "metapipeline": c.meta, "stages": [k[1] for k in kids], "cycles": n}
 
-    def metapipeline(self, c: Loop, durations: list) -> int:
-        """1 + sum over steps of (slowest active stage + 1); stages of one step that all move
-        data share the channel's one request per cycle each way."""
-        it, S = c.iterations, len(durations)
-        reads = [self.channel_beats(k, Load) for k in c.stages]
-        writes = [self.channel_beats(k, Store) for k in c.stages]
-        n = 1
-        for step in range(it + S - 1):
-            active = [s for s in range(S) if 0 <= step - s < it]
-            slowest = max(durations[s] for s in active)
-            r = [reads[s] for s in active if reads[s]]
-            w = [writes[s] for s in active if writes[s]]
-            if len(r) > 1:
-                slowest = max(slowest, sum(r) + self.dram.latency + LOAD_EXTRA)
-            if len(w) > 1:
-                slowest = max(slowest, sum(w) + STORE_EXTRA)
-            n += slowest + 1
-        return n
+    # ---------------------------------------------------------------- cycles
 
-    def channel_beats(self, c, kind) -> int:
-        """DRAM beats that Loads (or Stores) of controller `c` move in one run of it."""
-        if isinstance(c, kind):
-            return beats_of(c.mem.shape if kind is Load else c.shape, self.words)
+    def leaf_cycles(self, c) -> int:
+        """Cycles of a pipe, or of a load or store that has the channel to itself."""
+        if isinstance(c, Pipe):
+            return c.iterations + self.compiled.pipe_plan(c).latency + 1
+        if isinstance(c, Load):
+            return beats_of(c.mem.shape, self.words) + self.dram.latency + LOAD_EXTRA
+        return beats_of(c.shape, self.words) + self.read_latency(c) + STORE_EXTRA
+
+    def read_latency(self, c: Store) -> int:
+        return self.compiled.plans[c.mem.name].latency
+
+    def run(self, c, last: tuple) -> tuple:
+        """(cycles, last grants after) of one run of `c` started when the read and write
+        arbiters last granted the clients `last` (a pair)."""
+        key = (c.name, last)
+        if key not in self.memo:
+            self.memo[key] = self._run(c, last)
+            self.first.setdefault(c.name, self.memo[key][0])
+        return self.memo[key]
+
+    def _run(self, c, last: tuple) -> tuple:
+        if isinstance(c, Pipe):
+            return self.leaf_cycles(c), last
+        if isinstance(c, Load):
+            return self.leaf_cycles(c), (self.client[c.name], last[1])
+        if isinstance(c, Store):
+            return self.leaf_cycles(c), (last[0], self.client[c.name])
         if isinstance(c, Parallel):
-            return sum(self.channel_beats(k, kind) for k in c.children)
-        if isinstance(c, Loop):
-            return c.iterations * sum(self.channel_beats(k, kind) for k in c.stages)
-        return 0
+            n, last = self.together(c.children, last)
+            return n + JOIN_EXTRA, last
+        if c.meta:
+            return self.metapipeline(c, last)
+        stages = c.stages
+
+        def iteration(last):
+            n = 0
+            for s in stages:
+                d, last = self.run(s, last)
+                n += d + 1
+            return n, last
+
+        n, last = repeat(c.iterations, iteration, last)
+        return 1 + n, last
+
+    def metapipeline(self, c: Loop, last: tuple) -> tuple:
+        """1 + sum over steps of (the step's cycles + 1): stage s runs in steps s ..
+        s + iterations - 1; consecutive steps with the same stages are repeated."""
+        it, S = c.iterations, len(c.stages)
+        groups: list = []
+        for step in range(it + S - 1):
+            active = tuple(c.stages[s] for s in range(S) if 0 <= step - s < it)
+            if groups and groups[-1][0] == active:
+                groups[-1][1] += 1
+            else:
+                groups.append([active, 1])
+        n = 1
+        for active, count in groups:
+            def step(last, active=active):
+                d, last = self.together(active, last)
+                return d + 1, last
+            d, last = repeat(count, step, last)
+            n += d
+        return n, last
+
+    def together(self, stages, last: tuple) -> tuple:
+        """(cycles until the last of `stages` is done, last grants after) when they all start
+        in the same cycle. When two of them move data the same way they share that arbiter:
+        the step is simulated cycle by cycle (_Channel); else each runs as alone."""
+        key = (tuple(s.name for s in stages), last)
+        if key in self.memo:
+            return self.memo[key]
+        moves = [self.channel_moves(s) for s in stages]
+        if any(sum(1 for m in moves if m[d]) > 1 for d in (0, 1)):
+            out = _Channel(self, last).together(stages)
+        else:
+            runs = [self.run(s, last) for s in stages]
+            after = list(last)
+            for (_, grants), m in zip(runs, moves):
+                for d in (0, 1):
+                    if m[d]:
+                        after[d] = grants[d]
+            out = max(r[0] for r in runs), tuple(after)
+        self.memo[key] = out
+        return out
+
+    def channel_moves(self, c) -> tuple:
+        """(read beats, write beats) that the transfers of controller `c` move in one run."""
+        if c.name not in self.moves:
+            if isinstance(c, Load):
+                m = (beats_of(c.mem.shape, self.words), 0)
+            elif isinstance(c, Store):
+                m = (0, beats_of(c.shape, self.words))
+            elif isinstance(c, Pipe):
+                m = (0, 0)
+            else:
+                kids = [self.channel_moves(k) for k in children(c)]
+                times = c.iterations if isinstance(c, Loop) else 1
+                m = (times * sum(k[0] for k in kids), times * sum(k[1] for k in kids))
+            self.moves[c.name] = m
+        return self.moves[c.name]
+
+
+def repeat(times: int, body, last: tuple) -> tuple:
+    """(total cycles, last grants after) of `times` runs of body(last) -> (cycles, last):
+    the arbiters' state comes back to one seen before within a few runs, and from there the
+    runs repeat with its period."""
+    total, seen, history, k = 0, {}, [], 0
+    while k < times:
+        if last in seen:
+            j = seen[last]
+            period = k - j
+            laps = (times - k) // period
+            total += laps * sum(history[j:k])
+            k += laps * period
+            seen = {}  # fewer than a period left: run them
+            if k >= times:
+                break
+        seen[last] = k
+        n, last = body(last)
+        history.append(n)
+        total += n
+        k += 1
+    return total, last
+
+
+class _Channel:
+    """An event-level model of controllers that share the DRAM channel: each controller is a
+    process (a generator) that starts children and waits for cycles, each load and store a
+    client of its arbiter, and every cycle in which clients are waiting each arbiter grants
+    one of them, round-robin from the one after its last grant (hw/memchannel.py). With the
+    DRAM at its fixed latency the channel takes a request every cycle, so:
+
+    Load   go in t0: requests from t0 + 2 until every beat is granted (a refused one waits in
+           its skid register); done `latency + 4` cycles after its last grant.
+    Store  go in t0: fetches a beat from its memory each cycle from t0 + 2 while fewer than
+           read latency + 2 beats are owed (fetched, not yet taken by the arbiter); a beat
+           fetched in f waits for the arbiter from f + read latency + 1; done 2 cycles after
+           the last is taken.
+    Pipe and controllers that move no data: their cycles from the formulas (the channel
+    does not slow them)."""
+
+    def __init__(self, model: _Model, last: tuple):
+        self.model = model
+        self.last = list(last)
+        self.events: list = []  # heap of (cycle, order, process, value)
+        self.order = 0
+        self.reads: dict = {}  # client -> [first cycle, beats left, process]
+        self.writes: dict = {}  # client -> _StoreBeats
+
+    def together(self, stages) -> tuple:
+        dones = {}
+
+        def top(k, s):
+            dones[k] = yield from self.process(s, 0)
+
+        for k, s in enumerate(stages):
+            self.start(top(k, s), None)
+        self.loop()
+        return max(dones.values()), tuple(self.last)
+
+    def start(self, proc, value) -> None:
+        try:
+            command = proc.send(value)
+        except StopIteration:
+            return
+        kind = command[0]
+        if kind == "at":
+            self.wake(command[1], proc, None)
+        elif kind == "read":
+            _, client, first, beats = command
+            self.reads[client] = [first, beats, proc]
+        elif kind == "write":
+            self.writes[command[1]] = command[2]
+            command[2].proc = proc
+        else:  # fork: ("fork", processes, dones)
+            _, procs, dones = command
+            pending = [len(procs)]
+
+            def child(p):
+                dones.append((yield from p))
+                pending[0] -= 1
+                if not pending[0]:
+                    self.wake(max(dones), proc, None)
+
+            for p in procs:
+                self.start(child(p), None)
+
+    def wake(self, cycle: int, proc, value) -> None:
+        self.order += 1
+        heapq.heappush(self.events, (cycle, self.order, proc, value))
+
+    def loop(self) -> None:
+        cycle = 0
+        while self.events or self.reads or self.writes:
+            nxt = self.events[0][0] if self.events else math.inf
+            waiting = [r[0] for r in self.reads.values()] + [w.t0 + 2 for w in self.writes.values()]
+            cycle = max(cycle, min([nxt] + waiting))
+            while self.events and self.events[0][0] == cycle:
+                _, _, proc, value = heapq.heappop(self.events)
+                self.start(proc, value)
+            self.grant_read(cycle)
+            self.grant_write(cycle)
+            cycle += 1
+
+    def pick(self, d: int, valid: list):
+        n = self.model.clients[d]
+        return min(valid, key=lambda k: (k - self.last[d] - 1) % n) if valid else None
+
+    def grant_read(self, cycle: int) -> None:
+        k = self.pick(0, [k for k, r in self.reads.items() if r[0] <= cycle])
+        if k is None:
+            return
+        self.last[0] = k
+        r = self.reads[k]
+        r[1] -= 1
+        if not r[1]:
+            del self.reads[k]
+            self.wake(cycle + 1, r[2], cycle)
+
+    def grant_write(self, cycle: int) -> None:
+        k = self.pick(1, [k for k, w in self.writes.items() if w.ready(cycle)])
+        for w in self.writes.values():
+            w.fetch(cycle)
+        if k is not None:
+            self.last[1] = k
+            w = self.writes[k]
+            if w.take(cycle):
+                del self.writes[k]
+                self.wake(cycle + 1, w.proc, cycle)
+
+    def process(self, c, t0: int):
+        """Generator: runs controller `c` from its go in cycle t0; returns its done cycle."""
+        m = self.model
+        if not any(m.channel_moves(c)) and not isinstance(c, (Load, Store)):
+            n, _ = m.run(c, tuple(self.last))
+            yield ("at", t0 + n)
+            return t0 + n
+        if isinstance(c, Load):
+            g = yield ("read", m.client[c.name], t0 + 2, beats_of(c.mem.shape, m.words))
+            return g + m.dram.latency + LOAD_EXTRA - 1  # alone, the last grant is in t0 + 1 + beats
+        if isinstance(c, Store):
+            g = yield ("write", m.client[c.name], _StoreBeats(t0, beats_of(c.shape, m.words), m.read_latency(c)))
+            return g + STORE_EXTRA - 2  # alone, the last is taken in t0 + 2 + read latency + beats
+        if isinstance(c, Parallel):
+            dones = []
+            yield ("fork", [self.process(k, t0) for k in c.children], dones)
+            return max(dones) + JOIN_EXTRA
+        t = t0
+        S, it = len(c.stages), c.iterations
+        if not c.meta:
+            for _ in range(it):
+                for s in c.stages:
+                    t = yield from self.process(s, t + 1)
+            return t + 1
+        for step in range(it + S - 1):
+            dones = []
+            active = [s for k, s in enumerate(c.stages) if 0 <= step - k < it]
+            yield ("fork", [self.process(s, t + 1) for s in active], dones)
+            t = max(dones)
+        return t + 1
+
+
+class _StoreBeats:
+    """A store's beats on their way to the write arbiter (hw/transfer.py StoreUnit): fetched
+    from t0 + 2 while fewer than `latency` + 2 are owed, each ready `latency` + 1 cycles
+    after its fetch."""
+
+    def __init__(self, t0: int, beats: int, latency: int):
+        self.t0, self.beats, self.latency = t0, beats, latency
+        self.fetched: list = []  # fetch cycle of each beat
+        self.taken = 0
+        self.proc = None
+
+    def ready(self, cycle: int) -> bool:
+        return self.taken < len(self.fetched) and self.fetched[self.taken] + self.latency + 1 <= cycle
+
+    def fetch(self, cycle: int) -> None:
+        """Before this cycle's grant: fetch a beat if fewer than latency + 2 are owed."""
+        owed = len(self.fetched) - self.taken
+        if cycle >= self.t0 + 2 and len(self.fetched) < self.beats and owed < self.latency + 2:
+            self.fetched.append(cycle)
+
+    def take(self, cycle: int) -> bool:
+        self.taken += 1
+        return self.taken == self.beats
