@@ -164,7 +164,7 @@ EXPECTED = {
     'kernel-called-at-import': ('line', "argument 'x' of kernel 'k': expected an int32 array of shape (8,), got an int32 array of shape (3,)"),
     'tile-not-dict': ('line', "tile must be a dict of index name to size, like {'i': 16}, got 'i'"),
     'par-zero': ('line', "par['i'] must be a positive int, got 0"),
-    'with-schedule-bad': ('line', "par 3 for index 'i' needs its tile size (1) to be a multiple of 3: lanes run inside a tile; tile it by a multiple of 3"),
+    'with-schedule-bad': ('line', "par 3 for index 'i' needs tiles of a multiple of 3 elements, which do not divide its extent 8; choose lanes that divide 8"),
     'groupby-par': ('line', "hw.groupby_fold takes one element per cycle; par on 'i' is not supported"),
     'groupby-nested': ('line', 'a group-by, filter or flatmap inside another pattern is not supported; make it a separate result'),
     'app-syntax-error': ('line', 'invalid Python syntax: invalid syntax'),

@@ -109,19 +109,7 @@ class PipeUnit(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        counters = self.pipe.counters
-        groups = {c.name: c.extent // c.par for c in counters}
-        regs = {c.name: Signal(range(max(2, groups[c.name])), name=port_name(c.name)) for c in counters}
-        running, last = Signal(), Signal()
-        chain = [(regs[c.name], groups[c.name]) for c in counters]
-        m.d.comb += last.eq(all_at_end(chain))
-        with m.If(self.go):
-            m.d.sync += running.eq(1)
-            m.d.sync += [r.eq(0) for r in regs.values()]
-        with m.Elif(running):
-            m.d.sync += [r.eq(v) for (r, _), v in zip(chain, next_values(chain))]
-            with m.If(last):
-                m.d.sync += running.eq(0)
+        regs, running, last = self._issue(m)
         L = self.latency
         valid = [running] + [Signal(name=f"valid_s{s}") for s in range(1, L + 1)]
         is_last = [running & last] + [Signal(name=f"last_s{s}") for s in range(1, L + 1)]
@@ -145,6 +133,40 @@ class PipeUnit(wiring.Component):
                 copies[(stage, group)] = found
             return found
 
+        dp = self._datapath(m, regs)
+        acc_port, k, group = len(self.read_nodes), 0, 0
+        for w, plan in zip(self.pipe.writes, self.write_plans):
+            if isinstance(w, GroupWrite):
+                self._group(m, dp, w, getattr(self, f"g{group}"), valid[L], L)
+                group += 1
+                continue
+            if isinstance(w, AppendWrite):
+                ports = (getattr(self, f"r{acc_port}"), getattr(self, f"w{k}"), getattr(self, f"w{k + 1}"))
+                self._append(m, dp, w, *ports, valid[L], L)
+                acc_port, k = acc_port + 1, k + 2
+                continue
+            spec, port = self.write_ports[k], getattr(self, f"w{k}")
+            k += 1
+            old_port = None
+            if w.op is not None:
+                old_port = getattr(self, f"r{acc_port}")
+                acc_port += 1
+            reduce_names = [n for n in self.par if n not in spec.counters]
+            for pos, lane in enumerate(spec.lanes):
+                value = self._tree(dp, w, plan, lane, reduce_names, L)
+                idx = [dp.at(i, L, lane) for i in w.idx] or [Const(0, 1)]
+                if w.op is not None:
+                    value = self._accumulate(m, dp, w, old_port, k, pos, lane, value, idx, reduce_names,
+                                             lambda stage: valid_for(stage, pos, len(spec.lanes)))
+                m.d.comb += getattr(port, f"en{pos}").eq(valid_for(L, pos, len(spec.lanes)))
+                for d, v in enumerate(idx):
+                    m.d.comb += getattr(port, f"i{pos}_{d}").eq(v)
+                m.d.comb += getattr(port, f"d{pos}").eq(value)
+        return m
+
+    def _datapath(self, m, regs: dict) -> Datapath:
+        """The datapath of the pipe's expressions: counters (`regs`, each lane at its offset),
+        enclosing counters and parameters from ports, memory reads through the read ports."""
         def leaf(node, lane):
             if isinstance(node, ir.Param):
                 return getattr(self, f"arg_{port_name(node.name)}")
@@ -170,77 +192,74 @@ class PipeUnit(wiring.Component):
                 m.d.comb += getattr(port, f"i{pos}_{d}").eq(value)
             return getattr(port, f"d{pos}")
 
-        dp = Datapath(m, self.timing, self.extents, leaf, static, read,
+        return Datapath(m, self.timing, self.extents, leaf, static, read,
                       lambda mem: self.plans[mem.name].latency, par_deps(self.par), name="n",
                       spread=broadcast(self.par))
-        acc_port, k, group = len(self.read_nodes), 0, 0
-        for w, plan in zip(self.pipe.writes, self.write_plans):
-            if isinstance(w, GroupWrite):
-                self._group(m, dp, w, getattr(self, f"g{group}"), valid[L], L)
-                group += 1
-                continue
-            if isinstance(w, AppendWrite):
-                ports = (getattr(self, f"r{acc_port}"), getattr(self, f"w{k}"), getattr(self, f"w{k + 1}"))
-                self._append(m, dp, w, *ports, valid[L], L)
-                acc_port, k = acc_port + 1, k + 2
-                continue
-            spec, port = self.write_ports[k], getattr(self, f"w{k}")
-            k += 1
-            old_port = None
-            if w.op is not None:
-                old_port = getattr(self, f"r{acc_port}")
-                acc_port += 1
-            reduce_names = [n for n in self.par if n not in spec.counters]
-            for pos, lane in enumerate(spec.lanes):
-                value = self._tree(dp, w, plan, lane, reduce_names, L)
-                idx = [dp.at(i, L, lane) for i in w.idx] or [Const(0, 1)]
-                if w.op is not None:
-                    latency = self.plans[w.mem.name].latency
-                    behind = self.plans[w.mem.name].unseen_writes  # recent writes the read misses
-                    distance = reuse_distance(self.pipe.counters, w.idx)
-                    if L >= behind and (distance is None or distance > behind):
-                        behind = 0  # none of them (nor the last run's) wrote this element
-                    read_idx = [dp.at(i, L - latency, lane) for i in w.idx] or [Const(0, 1)]
-                    for d, v in enumerate(read_idx):
-                        m.d.comb += getattr(old_port, f"i{pos}_{d}").eq(v)
-                    old = getattr(old_port, f"d{pos}")
-                    new = Signal(dtype_shape(w.mem.dtype), name=f"acc_w{k}l{pos}")
-                    first_lane = lane + tuple((n, 0) for n in reduce_names)
-                    unit = identity(w.op, w.mem.dtype)
-                    cleared = False  # the forwarding gives the identity 0 on the first update
-                    if latency:
-                        def ready(node, stage):
-                            return dp.static(node) or self.timing.stage[node] <= stage
 
-                        early = [dp.at(i, L - 1, lane) for i in w.idx] or [Const(0, 1)]
-                        earlier = None  # the index two stages early: compare then
-                        if all(ready(i, L - 2) for i in w.idx):
-                            earlier = [dp.at(i, L - 2, lane) for i in w.idx] or [Const(0, 1)]
-                        clear = None
-                        if unit == 0 and ready(w.first, L - 1):
-                            clear, cleared = dp.at(w.first, L - 1, first_lane), True
-                        old = self._forward(m, old, new, idx, early, earlier, valid_for(L - 1, pos, len(spec.lanes)),
-                                            valid_for(L, pos, len(spec.lanes)),
-                                            f"w{k}l{pos}", behind, clear)
-                    if cleared:
-                        m.d.comb += new.eq(dp.combine(w.op, old, value, w.mem.dtype))
-                    elif unit is None or w.op.op in ("min", "max"):  # choose after combining
-                        if self._bounded(w):  # compare at the width of the values written
-                            shape = dp.shape(w.value)
-                            old, value = self._narrow(m, old, shape, f"acc_w{k}l{pos}_o"), \
-                                self._narrow(m, value, shape, f"acc_w{k}l{pos}_v")
-                        first = dp.at(w.first, L, first_lane)
-                        m.d.comb += new.eq(Mux(first, value, dp.combine(w.op, old, value, w.mem.dtype)))
-                    else:  # the first update combines with the identity: one mux before the op
-                        start = Signal(dtype_shape(w.mem.dtype), name=f"acc_w{k}l{pos}_old")
-                        m.d.comb += start.eq(Mux(dp.at(w.first, L, first_lane), unit, old))
-                        m.d.comb += new.eq(dp.combine(w.op, start, value, w.mem.dtype))
-                    value = new
-                m.d.comb += getattr(port, f"en{pos}").eq(valid_for(L, pos, len(spec.lanes)))
-                for d, v in enumerate(idx):
-                    m.d.comb += getattr(port, f"i{pos}_{d}").eq(v)
-                m.d.comb += getattr(port, f"d{pos}").eq(value)
-        return m
+    def _issue(self, m) -> tuple:
+        """The pipe's counters, stepping one issue per cycle from `go`: (registers by counter
+        name, running, last issue)."""
+        counters = self.pipe.counters
+        groups = {c.name: c.extent // c.par for c in counters}
+        regs = {c.name: Signal(range(max(2, groups[c.name])), name=port_name(c.name)) for c in counters}
+        running, last = Signal(), Signal()
+        chain = [(regs[c.name], groups[c.name]) for c in counters]
+        m.d.comb += last.eq(all_at_end(chain))
+        with m.If(self.go):
+            m.d.sync += running.eq(1)
+            m.d.sync += [r.eq(0) for r in regs.values()]
+        with m.Elif(running):
+            m.d.sync += [r.eq(v) for (r, _), v in zip(chain, next_values(chain))]
+            with m.If(last):
+                m.d.sync += running.eq(0)
+        return regs, running, last
+
+    def _accumulate(self, m, dp, w, old_port, k, pos, lane, value, idx, reduce_names, valid_at):
+        """Lane `pos` of accumulating write `w`: the element's old value (read `latency`
+        stages early, recent writes forwarded), combined with `value`; the new value.
+        `valid_at(stage)`: the lane's valid flag at a stage."""
+        L = self.latency
+        latency = self.plans[w.mem.name].latency
+        behind = self.plans[w.mem.name].unseen_writes  # recent writes the read misses
+        distance = reuse_distance(self.pipe.counters, w.idx)
+        if L >= behind and (distance is None or distance > behind):
+            behind = 0  # none of them (nor the last run's) wrote this element
+        read_idx = [dp.at(i, L - latency, lane) for i in w.idx] or [Const(0, 1)]
+        for d, v in enumerate(read_idx):
+            m.d.comb += getattr(old_port, f"i{pos}_{d}").eq(v)
+        old = getattr(old_port, f"d{pos}")
+        new = Signal(dtype_shape(w.mem.dtype), name=f"acc_w{k}l{pos}")
+        first_lane = lane + tuple((n, 0) for n in reduce_names)
+        unit = identity(w.op, w.mem.dtype)
+        cleared = False  # the forwarding gives the identity 0 on the first update
+        if latency:
+            def ready(node, stage):
+                return dp.static(node) or self.timing.stage[node] <= stage
+
+            early = [dp.at(i, L - 1, lane) for i in w.idx] or [Const(0, 1)]
+            earlier = None  # the index two stages early: compare then
+            if all(ready(i, L - 2) for i in w.idx):
+                earlier = [dp.at(i, L - 2, lane) for i in w.idx] or [Const(0, 1)]
+            clear = None
+            if unit == 0 and ready(w.first, L - 1):
+                clear, cleared = dp.at(w.first, L - 1, first_lane), True
+            old = self._forward(m, old, new, idx, early, earlier, valid_at(L - 1),
+                                valid_at(L),
+                                f"w{k}l{pos}", behind, clear)
+        if cleared:
+            m.d.comb += new.eq(dp.combine(w.op, old, value, w.mem.dtype))
+        elif unit is None or w.op.op in ("min", "max"):  # choose after combining
+            if self._bounded(w):  # compare at the width of the values written
+                shape = dp.shape(w.value)
+                old, value = self._narrow(m, old, shape, f"acc_w{k}l{pos}_o"), \
+                    self._narrow(m, value, shape, f"acc_w{k}l{pos}_v")
+            first = dp.at(w.first, L, first_lane)
+            m.d.comb += new.eq(Mux(first, value, dp.combine(w.op, old, value, w.mem.dtype)))
+        else:  # the first update combines with the identity: one mux before the op
+            start = Signal(dtype_shape(w.mem.dtype), name=f"acc_w{k}l{pos}_old")
+            m.d.comb += start.eq(Mux(dp.at(w.first, L, first_lane), unit, old))
+            m.d.comb += new.eq(dp.combine(w.op, start, value, w.mem.dtype))
+        return new
 
     def _bounded(self, w) -> bool:
         """A min or max accumulator that only this write of this pipe ever writes: whenever an
