@@ -36,6 +36,7 @@ never write one buffer in the same cycle.
 from __future__ import annotations
 
 import itertools
+from types import SimpleNamespace
 
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
@@ -199,69 +200,81 @@ class OnChipMem(wiring.Component):
         return select(picked, high)
 
     def _banks(self, m):
+        g = self._geometry()
+        self._write_banks(m, g)
+        for k, (lanes, reach) in enumerate(self._reads):  # per vector port, each bank reads for its lane
+            self._read_banks(m, g, k, lanes, reach)
+        for ram in g.rams.values():
+            ram.elaborate_into(m)
+
+    def _geometry(self) -> SimpleNamespace:
+        """The banks' layout: bank numbers (`bank_ids`, `flat_bank`), bits of each dimension's
+        bank number (`bits`), each dimension's share of a bank padded to a power of two
+        (`inner`, so an address is the concatenation of the indices' high bits: no
+        multipliers), a bank's `depth` per buffer, and one RAM per bank (`rams`; the N
+        buffers of a bank sit one above the other in it)."""
         plan = self.plan
         mem = plan.mem
         shape, banks = mem.shape, plan.banks
-        bits = [b.bit_length() - 1 for b in banks]
-        # each dimension's share of a bank, padded to a power of two, so that an address is
-        # the concatenation of the indices' high bits (no multipliers)
         inner = [1 << max(0, (-(-n // b) - 1).bit_length()) for n, b in zip(shape, banks)]
         depth = 1
         for n in inner:
             depth *= n
         bank_ids = list(itertools.product(*(range(b) for b in banks)))
-        flat_bank = {b: k for k, b in enumerate(bank_ids)}
-        # one RAM per bank; the N buffers of a bank sit one above the other in it
         rams = {b: BlockRam(dtype_shape(mem.dtype), depth * plan.depth, len(self._reads), "ram_" + "_".join(map(str, b)))
                 for b in bank_ids}
-        count = [0]
+        return SimpleNamespace(bits=[b.bit_length() - 1 for b in banks], inner=inner, depth=depth, bank_ids=bank_ids,
+                               flat_bank={b: k for k, b in enumerate(bank_ids)}, rams=rams, count=0)
 
-        def split(port, lane, buf):
-            """(bank number, address in the bank) signals of a lane's index."""
-            idx = lane_index(port, lane, len(shape))
-            number, offset, stride = 0, 0, 1
-            for value, b, w in zip(idx, banks, bits):
-                number = number * b + (value[:w] if w else 0)
-            for value, w, n in reversed(list(zip(idx, bits, inner))):
-                part = value >> w if w else value
-                offset = offset | (part << (stride.bit_length() - 1))
-                stride *= n
-            if plan.depth > 1:
-                offset = offset | (buf << (depth.bit_length() - 1))
-            count[0] += 1
-            bank_sig = Signal(range(max(2, len(bank_ids))), name=f"bank{count[0]}")
-            addr_sig = Signal(range(max(2, depth * plan.depth)), name=f"addr{count[0]}")
-            m.d.comb += [bank_sig.eq(number), addr_sig.eq(offset)]
-            return bank_sig, addr_sig
+    def _split(self, m, g, port, lane, buf) -> tuple:
+        """(bank number, address in the bank) signals of a lane's index."""
+        plan = self.plan
+        idx = lane_index(port, lane, len(plan.mem.shape))
+        number, offset, stride = 0, 0, 1
+        for value, b, w in zip(idx, plan.banks, g.bits):
+            number = number * b + (value[:w] if w else 0)
+        for value, w, n in reversed(list(zip(idx, g.bits, g.inner))):
+            part = value >> w if w else value
+            offset = offset | (part << (stride.bit_length() - 1))
+            stride *= n
+        if plan.depth > 1:
+            offset = offset | (buf << (g.depth.bit_length() - 1))
+        g.count += 1
+        bank_sig = Signal(range(max(2, len(g.bank_ids))), name=f"bank{g.count}")
+        addr_sig = Signal(range(max(2, g.depth * plan.depth)), name=f"addr{g.count}")
+        m.d.comb += [bank_sig.eq(number), addr_sig.eq(offset)]
+        return bank_sig, addr_sig
 
-        # writes: each lane's request goes to the bank it addresses. At most one request
-        # reaches a bank in a cycle (the planner lets one stage at a time write a memory,
-        # passes.memplan._buffering, and gives a port's lanes distinct banks), so each bank
-        # ORs its requests, each gated by its hit: an AND-OR multiplexer, shallower than a
-        # chain of priority multiplexers
-        requests = {b: [] for b in rams}
+    def _write_banks(self, m, g) -> None:
+        """Writes: each lane's request goes to the bank it addresses. At most one request
+        reaches a bank in a cycle (the planner lets one stage at a time write a memory,
+        passes.memplan._buffering, and gives a port's lanes distinct banks), so each bank
+        ORs its requests, each gated by its hit: an AND-OR multiplexer, shallower than a
+        chain of priority multiplexers."""
+        plan, bank_ids, flat_bank = self.plan, g.bank_ids, g.flat_bank
+        requests = {b: [] for b in g.rams}
         for k, (lanes, reach) in enumerate(self._writes):
             reach = [bank_ids] * lanes if reach is None else reach
             port = getattr(self, f"w{k}")
             bufs = self._lane_bufs(m, f"w{k}", lanes, len(bank_ids))
             for lane in range(lanes):
-                bank, addr = split(port, lane, bufs[lane])
+                bank, addr = self._split(m, g, port, lane, bufs[lane])
                 en = getattr(port, f"en{lane}")
                 data = getattr(port, f"d{lane}").as_unsigned()
                 step = MUX_GROUP if plan.registered_writes else len(reach[lane])
-                for g in range(0, len(reach[lane]), step):
-                    group = reach[lane][g:g + step]
+                for first in range(0, len(reach[lane]), step):
+                    group = reach[lane][first:first + step]
                     # the lane's request first lands on flip-flops: a copy (kept) per group of
                     # MUX_GROUP banks, placed by its banks, so no flip-flop's route spans them all
-                    g_addr, g_data = ((self._register(m, addr, f"w{k}_l{lane}_addr_g{g // step}", KEEP),
-                                       self._register(m, data, f"w{k}_l{lane}_data_g{g // step}", KEEP))
+                    g_addr, g_data = ((self._register(m, addr, f"w{k}_l{lane}_addr_g{first // step}", KEEP),
+                                       self._register(m, data, f"w{k}_l{lane}_data_g{first // step}", KEEP))
                                       if plan.registered_writes else (addr, data))
                     for b in group:
                         hit = en if len(reach[lane]) == 1 else en & (bank == flat_bank[b])
                         if plan.registered_writes:
                             hit = self._register(m, hit, f"w{k}_l{lane}_hit{flat_bank[b]}")
                         requests[b].append((hit, g_addr, g_data))
-        for b, ram in rams.items():  # registered: the route into the RAM starts from a flip-flop
+        for b, ram in g.rams.items():  # registered: the route into the RAM starts from a flip-flop
             if not requests[b]:
                 continue
             if len(requests[b]) == 1:  # one writer: its address and data need no gating
@@ -272,52 +285,53 @@ class OnChipMem(wiring.Component):
                          ram.w_addr.eq(one_of([Mux(hit, addr, 0) for hit, addr, _ in requests[b]])),
                          ram.w_data.eq(one_of([Mux(hit, data, 0) for hit, _, data in requests[b]]))]
 
-        # reads: per vector port, each bank reads for the lane that addresses it
-        for k, (lanes, reach) in enumerate(self._reads):
-            reach = [bank_ids] * lanes if reach is None else reach
-            port = getattr(self, f"r{k}")
-            bufs = self._lane_bufs(m, f"r{k}", lanes, len(bank_ids))
-            splits = [split(port, lane, bufs[lane]) for lane in range(lanes)]
-            if plan.registered_reads:  # each lane's own registers, then its banks' (MemPlan)
-                users_of = {b: sum(b in reach[lane] for lane in range(lanes)) for b in bank_ids}
-                # a lane needs its bank number only to pick among banks or to claim a shared one
-                picks = [len(reach[lane]) > 1 or users_of[reach[lane][0]] > 1 for lane in range(lanes)]
-                splits = [(self._register(m, bank, f"r{k}_l{lane}_bank", KEEP) if picks[lane] else bank,
-                           self._register(m, addr, f"r{k}_l{lane}_addr", KEEP)) for lane, (bank, addr) in enumerate(splits)]
-            data = {}
-            for b, ram in rams.items():
-                raddr = ram.r_addr[k]
-                users = [lane for lane in range(lanes) if b in reach[lane]]
-                # the bank's address is registered: the route into the RAM starts from a flip-flop
-                if len(users) == 1:  # one lane can address the bank: its address, ungated
-                    m.d.sync += raddr.eq(splits[users[0]][1])
-                elif users:  # the planner gives a bank to at most one lane of a port
-                    m.d.sync += raddr.eq(one_of([Mux(splits[lane][0] == flat_bank[b], splits[lane][1], 0)
-                                                 for lane in users]))
-                data[b] = ram.r_data[k]  # three cycles after the bank's address register is given its address
-            for lane in range(lanes):
-                out = getattr(port, f"d{lane}")
-                banks_l = reach[lane]
-                if len(banks_l) == 1:
-                    value = data[banks_l[0]]
-                    if plan.two_steps:  # the same latency as the multiplexed lanes
-                        value = self._register(m, value, f"r{k}_l{lane}_q")
-                else:  # which of its banks the lane reads, carried along with its read
-                    sel = splits[lane][0]
-                    if len(banks_l) < len(bank_ids):
-                        position = Signal(range(len(banks_l)), name=f"r{k}_l{lane}_pick")
-                        m.d.comb += position.eq(one_of([Mux(sel == flat_bank[b], n, 0) for n, b in enumerate(banks_l)]))
-                        sel = position
-                    for step in range(2 if plan.two_steps else 3):  # the third in _two_step_select
-                        nxt = Signal(range(max(2, len(banks_l))), name=f"r{k}_l{lane}_bank{step}", reset_less=True)
-                        m.d.sync += nxt.eq(sel)
-                        sel = nxt
-                    values = [data[b] for b in banks_l]
-                    if plan.two_steps:
-                        value = self._two_step_select(m, values, sel, f"r{k}_l{lane}")
-                    else:
-                        value = select(values, sel)
-                # registered after the bank multiplexer: the data leave on a flip-flop
-                m.d.sync += out.eq(value)
-        for ram in rams.values():
-            ram.elaborate_into(m)
+    def _read_banks(self, m, g, k, lanes, reach) -> None:
+        """Read port k: each bank's address from the lane that addresses it, each lane's data
+        from its banks."""
+        plan, bank_ids, flat_bank = self.plan, g.bank_ids, g.flat_bank
+        reach = [bank_ids] * lanes if reach is None else reach
+        port = getattr(self, f"r{k}")
+        bufs = self._lane_bufs(m, f"r{k}", lanes, len(bank_ids))
+        splits = [self._split(m, g, port, lane, bufs[lane]) for lane in range(lanes)]
+        if plan.registered_reads:  # each lane's own registers, then its banks' (MemPlan)
+            users_of = {b: sum(b in reach[lane] for lane in range(lanes)) for b in bank_ids}
+            # a lane needs its bank number only to pick among banks or to claim a shared one
+            picks = [len(reach[lane]) > 1 or users_of[reach[lane][0]] > 1 for lane in range(lanes)]
+            splits = [(self._register(m, bank, f"r{k}_l{lane}_bank", KEEP) if picks[lane] else bank,
+                       self._register(m, addr, f"r{k}_l{lane}_addr", KEEP)) for lane, (bank, addr) in enumerate(splits)]
+        data = {}
+        for b, ram in g.rams.items():
+            raddr = ram.r_addr[k]
+            users = [lane for lane in range(lanes) if b in reach[lane]]
+            # the bank's address is registered: the route into the RAM starts from a flip-flop
+            if len(users) == 1:  # one lane can address the bank: its address, ungated
+                m.d.sync += raddr.eq(splits[users[0]][1])
+            elif users:  # the planner gives a bank to at most one lane of a port
+                m.d.sync += raddr.eq(one_of([Mux(splits[lane][0] == flat_bank[b], splits[lane][1], 0)
+                                             for lane in users]))
+            data[b] = ram.r_data[k]  # three cycles after the bank's address register is given its address
+        for lane in range(lanes):
+            value = self._lane_data(m, g, k, lane, reach[lane], splits[lane][0], data)
+            m.d.sync += getattr(port, f"d{lane}").eq(value)  # the data leave on a flip-flop
+
+    def _lane_data(self, m, g, k, lane, banks_l, sel, data):
+        """A read lane's data: from its one bank, or chosen among its banks by the bank number
+        carried along with its read."""
+        plan = self.plan
+        if len(banks_l) == 1:
+            value = data[banks_l[0]]
+            if plan.two_steps:  # the same latency as the multiplexed lanes
+                value = self._register(m, value, f"r{k}_l{lane}_q")
+            return value
+        if len(banks_l) < len(g.bank_ids):
+            position = Signal(range(len(banks_l)), name=f"r{k}_l{lane}_pick")
+            m.d.comb += position.eq(one_of([Mux(sel == g.flat_bank[b], n, 0) for n, b in enumerate(banks_l)]))
+            sel = position
+        for step in range(2 if plan.two_steps else 3):  # the third in _two_step_select
+            nxt = Signal(range(max(2, len(banks_l))), name=f"r{k}_l{lane}_bank{step}", reset_less=True)
+            m.d.sync += nxt.eq(sel)
+            sel = nxt
+        values = [data[b] for b in banks_l]
+        if plan.two_steps:
+            return self._two_step_select(m, values, sel, f"r{k}_l{lane}")
+        return select(values, sel)
