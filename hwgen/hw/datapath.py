@@ -356,29 +356,28 @@ def compute(node, operands: list):
         if node.op == "abs":
             return Mux(a < 0, -a, a) if a.shape().signed else a
         return ~a if dt.is_bool else ~_fit(a, dt)
-    a, b = operands
-    name = node.op
-    if name == "add":
-        return a + b
-    if name == "sub":
-        return a - b
-    if name == "mul":
-        return a * b
-    if name == "floordiv":
-        return a // b
-    if name == "mod":
-        return a % b
+    return _binary(node, *operands)
+
+
+_ARITH = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b,
+    "max": lambda a, b: Mux(a >= b, a, b), "min": lambda a, b: Mux(a <= b, a, b),
+    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+    "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+}
+
+
+def _binary(node, a, b):
+    """The exact Amaranth value of a Binary node with operand values a and b."""
+    dt, name = node.dtype, node.op
     if name in ("and", "or", "xor"):
         if not dt.is_bool:
             a, b = _fit(a, dt), _fit(b, dt)
         return {"and": a & b, "or": a | b, "xor": a ^ b}[name]
     if name in ("shl", "shr"):
         return _shift(name, a, b, node.a.dtype, shift_bits(node))
-    if name == "max":
-        return Mux(a >= b, a, b)
-    if name == "min":
-        return Mux(a <= b, a, b)
-    return {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[name]
+    return _ARITH[name](a, b)
 
 
 def _fit(value, dtype):
