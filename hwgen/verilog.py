@@ -335,24 +335,28 @@ def _acyclic(netlist: _nir.Netlist) -> bool:
             for net in value:
                 if net < 0:
                     driver(net)
-        preds = []
-        for idx, cell in enumerate(cells):
-            if isinstance(cell, _COMB_ALL_INPUTS):
-                nets = cell.input_nets()
-            elif isinstance(cell, _nir.FlipFlop):
-                nets = (cell.clk, cell.arst)
-            elif isinstance(cell, _NO_COMB_INPUT):
-                nets = ()
-            else:
-                nets = {net for out in cell.output_nets(idx) for net, _ in cell.comb_edges_to(out & 0xffff)}
-            found = {driver(net) for net in nets}
-            found.discard(None)
-            preds.append(found)
+        preds = [{driver(net) for net in _comb_inputs(cell, idx)} - {None} for idx, cell in enumerate(cells)]
     except _LateLoop:
         return False
-    # depth-first, without recursion: 1 on the current path, 2 done
-    state = [0] * len(cells)
-    for root in range(len(cells)):
+    return not _has_cycle(preds)
+
+
+def _comb_inputs(cell, idx: int):
+    """The nets from which a combinational path may reach some output of `cell`."""
+    if isinstance(cell, _COMB_ALL_INPUTS):
+        return cell.input_nets()
+    if isinstance(cell, _nir.FlipFlop):
+        return (cell.clk, cell.arst)
+    if isinstance(cell, _NO_COMB_INPUT):
+        return ()
+    return {net for out in cell.output_nets(idx) for net, _ in cell.comb_edges_to(out & 0xffff)}
+
+
+def _has_cycle(preds: list) -> bool:
+    """Whether the graph (node -> its predecessors) has a cycle: depth-first, without
+    recursion (state 1: on the current path, 2: done)."""
+    state = [0] * len(preds)
+    for root in range(len(preds)):
         if state[root]:
             continue
         state[root] = 1
@@ -361,7 +365,7 @@ def _acyclic(netlist: _nir.Netlist) -> bool:
             node, it = stack[-1]
             for pred in it:
                 if state[pred] == 1:
-                    return False
+                    return True
                 if not state[pred]:
                     state[pred] = 1
                     stack.append((pred, iter(preds[pred])))
@@ -369,7 +373,7 @@ def _acyclic(netlist: _nir.Netlist) -> bool:
             else:
                 state[node] = 2
                 stack.pop()
-    return True
+    return False
 
 
 class _LateLoop(Exception):
