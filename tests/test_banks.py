@@ -10,7 +10,7 @@ import pytest
 
 from conftest import load_pattern
 from hwgen.build import loop_program
-from hwgen.hw.onchip import congruent_banks
+from hwgen.passes.memplan import congruent_banks
 from hwgen.passes.pipeplan import plan_pipe
 from hwgen.hw.transfer import beats_of, lanes_of, reach_banks
 from hwgen.loops import Pipe, walk
