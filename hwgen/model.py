@@ -137,3 +137,39 @@ class _Model:
         if isinstance(c, Loop):
             return c.iterations * sum(self.channel_beats(k, kind) for k in c.stages)
         return 0
+
+
+# ---------------------------------------------------------------- mesh: the ring all-reduce
+
+RING_HOP = 4    # a word's cycles from one PE's pop to its neighbour's pop, beyond the link latency
+RING_LOAD = 4   # the unit's cycles beyond beats + DRAM latency from go to its first SEND
+RING_STORE = 5  # the unit's cycles beyond its beats from its last pop to done (drain, write)
+
+
+def ring_round_cycles(ring) -> int:
+    """One round of the ring all-reduce (hw/collective.py): step 0 then 2p - 3 steps, each
+    max(S, F) with F = L + RING_HOP, the last step's S words ending the round."""
+    hop = ring.latency + RING_HOP
+    return (2 * ring.p - 2) * max(ring.slice, hop) + ring.slice
+
+
+def ring_allreduce_cycles(ring, dram: DramConfig) -> int:
+    """Cycles from the RingAllReduce unit's go to its done (hw/collective.py's docstring)."""
+    beats = beats_of((ring.n,), dram.words_per_cycle)
+    return (beats + dram.latency + RING_LOAD) + ring.rounds * ring_round_cycles(ring) + beats + RING_STORE
+
+
+def predict_mesh(compiled, dram: DramConfig, ring) -> Prediction:
+    """Cycles of a mesh kernel: every PE runs Seq[program, ring all-reduce] on the same
+    timeline (SPMD on a ring: symmetric), and the mesh top adds a cycle to combine the PEs'
+    done. Roofline: the largest of the per-PE compute and memory bounds and the link bound
+    2(p - 1)/p * n words over one link each way."""
+    body = predict(compiled, dram)
+    ring_cycles = ring_allreduce_cycles(ring, dram)
+    cycles = body.cycles + ring_cycles + 1
+    link = math.ceil(2 * (ring.p - 1) * ring.n / ring.p)
+    tree = {"unit": "seq", "stages": [body.tree, {"unit": "ring0", "all_reduce": ring.op, "p": ring.p,
+                                                  "words": ring.n, "slice": ring.slice,
+                                                  "rounds": ring.rounds, "cycles": ring_cycles}],
+            "cycles": cycles}
+    return Prediction(cycles, max(body.roofline, link), body.compute_bound, body.memory_bound, body.lanes, tree)

@@ -1,0 +1,300 @@
+"""Collective units of a mesh PE: `RingAllReduce`, an all-reduce over a one-way ring.
+
+The unit is a client of the PE's DRAM arbiter (one read client, one write client, like a
+LoadUnit and a StoreUnit) and drives the PE's ring link (LinkTx / LinkRx, hw/link.py). Every
+PE runs the same unit; its ring coordinate `pe_x` is an input port, sampled at `go`.
+
+Data: a local vector of `n` words (`n` = p * C: p chunks of C words) at `src_base` in DRAM;
+the reduced vector goes to `dst_base`. One run:
+
+    LOAD    read the n words into a local buffer (n / W rows of the W words of a DRAM beat):
+            one read request per cycle, each response written to its row
+    ring    R = C / S rounds; round j works on words j*S .. j*S + S - 1 of every chunk
+            (S, the slice, is at most the receive FIFO's depth, so no ring can deadlock:
+            every PE's first step fits in its neighbour's FIFO):
+      SEND  step 0: push the S words of chunk (x - 1) mod p to the link, one per cycle
+      FWD   pop the 2(p-1)S words the upstream PE sends, in order; the word k of step s
+            belongs to chunk (x - s - 2) mod p:
+              s <  p - 2        reduce-scatter: send (received op local) on as step s + 1
+              s == p - 2        last reduce-scatter step: the chunk is reduced; keep it and
+                                send it on (all-gather step p - 1)
+              p - 2 < s < 2p-3  all-gather: keep the received word and send it on
+              s == 2p - 3       all-gather, last step: keep it
+    DRAIN   wait until every word sent has left for the link
+    STORE   write the buffer to dst_base, one beat per cycle
+
+A popped (or, in SEND, a read) word reads the buffer in cycle t; in t + 1 the ALU (`op`:
+wrapping add, signed/unsigned max or min, one LUT level of logic, no register) combines it
+and pushes the result into a 4-deep link FIFO and writes the buffer. Words are popped or
+read only while that FIFO, counting the word in flight, has room, so the link's
+backpressure never loses a word.
+
+Timing (model.ring_allreduce_cycles restates it; simulation checks it to the cycle). DRAM
+latency Lm, link latency L, beats = n / W, F = L + RING_HOP (4) the hop from a PE's pop of a
+word to its neighbour's pop of the word it sends on: popped in t, pushed in t + 1, into
+LinkTx in t + 2, on the wire from t + 3, in the receiver's output register L cycles later,
+popped in t + 4 + L. Every PE runs the same timeline (SPMD, same DRAM latency), so:
+
+    go -> first SEND     beats + Lm + RING_LOAD (4): BASES, then one request per cycle, each
+                         answered Lm + 2 cycles later through the arbiter's registers
+    one round            (2p - 2) * max(S, F) + S: SEND pushes S words; the first word of
+                         each step is popped max(S, F) after the first of the step before
+                         (the FIFO pops one word a cycle and a word needs F to come round),
+                         and the last step's S words end the round
+    last pop -> done     beats + RING_STORE (5): drain, then one row read and one DRAM
+                         write per cycle; done the cycle after the channel takes the last
+
+The receive FIFO holds D >= S + L + 2 words, so credits never stall the sender (the step-0
+words wait in the FIFO until its owner pops them; their credits take L cycles back).
+
+Members: go, done, pe_x: In, src_base, dst_base: In(addr), rd_req, rd_resp, wr, wr_sent
+(the arbiter client ports), tx: Out(beat_stream) (to LinkTx.i), rx: In(beat_stream) (from
+LinkRx.o).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.lib import wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from . import memchannel
+from .link import beat_stream
+
+OPS = ("add", "max", "min")
+
+
+@dataclass(frozen=True)
+class RingPlan:
+    """A PE's ring all-reduce: `n` words of `dtype` over `p` PEs with operation `op`, from
+    the DRAM array `src` (the body's result) to the DRAM array `dst` (the kernel's result),
+    in slices of `slice` words, over links of `latency` cycles with receive FIFOs of
+    `depth` beats."""
+
+    n: int
+    p: int
+    slice: int
+    depth: int
+    latency: int
+    op: str
+    dtype: object
+    src: str
+    dst: str
+
+    @property
+    def rounds(self) -> int:
+        return self.n // self.p // self.slice
+OUT_FIFO = 4  # words between the ALU and the link sender
+
+
+class RingAllReduce(wiring.Component):
+    """See the module docstring. `n` words of `bits` bits (`signed` for max / min) over a
+    ring of `p` PEs, in slices of `slice_words`; DRAM beats of `words` words of `dram_bits`
+    bits at `addr_bits`-bit word addresses."""
+
+    def __init__(self, n: int, p: int, slice_words: int, op: str, bits: int, signed: bool,
+                 words: int, dram_bits: int, addr_bits: int):
+        if op not in OPS:
+            raise ValueError(f"unknown ring operation {op!r}")
+        if p < 2 or n % p:
+            raise ValueError(f"a ring all-reduce of {n} words needs p >= 2 dividing it, not {p}")
+        chunk = n // p
+        if chunk % slice_words:
+            raise ValueError(f"slice {slice_words} does not divide chunk {chunk}")
+        if words & (words - 1) or n % words:
+            raise ValueError(f"DRAM beats of {words} words must be a power of two dividing {n}")
+        self.n, self.p, self.chunk, self.slice = n, p, chunk, slice_words
+        self.rounds = chunk // slice_words
+        self.op, self.bits, self.signed = op, bits, signed
+        self.words, self.dram_bits, self.addr_bits = words, dram_bits, addr_bits
+        data_bits = words * dram_bits
+        super().__init__({
+            "go": In(1), "done": Out(1),
+            "pe_x": In(range(p)),
+            "src_base": In(addr_bits), "dst_base": In(addr_bits),
+            "rd_req": Out(memchannel.read_request(addr_bits)),
+            "rd_resp": In(memchannel.read_response(data_bits)),
+            "wr": Out(memchannel.write(addr_bits, data_bits, words)),
+            "wr_sent": In(1),
+            "tx": Out(beat_stream(bits, 1)),
+            "rx": In(beat_stream(bits, 1)),
+        })
+
+    def _alu(self, a, b):
+        if self.op == "add":
+            return (a + b)[:self.bits]
+        x, y = (a.as_signed(), b.as_signed()) if self.signed else (a, b)
+        return Mux(x > y, a, b) if self.op == "max" else Mux(x < y, a, b)
+
+    def elaborate(self, platform):
+        m = Module()
+        n, p, C, S, W, bits = self.n, self.p, self.chunk, self.slice, self.words, self.bits
+        rows = n // W
+        lw = (W - 1).bit_length()
+        buf = Memory(shape=unsigned(W * bits), depth=rows, init=[])
+        m.submodules.buf = buf
+        rp = buf.read_port()
+        wp = buf.write_port(granularity=bits)
+        out = SyncFIFO(width=bits, depth=OUT_FIFO)
+        m.submodules.out = out
+        wq = SyncFIFO(width=W * self.dram_bits, depth=4)
+        m.submodules.wq = wq
+
+        # the PE's chunk bases, from its coordinate
+        x = Signal(range(p))
+        send_base = Signal(range(n))   # ((x - 1) mod p) * C
+        fwd_base = Signal(range(n))    # ((x - 2) mod p) * C
+        src, dst = Signal(self.addr_bits), Signal(self.addr_bits)
+        # counters
+        req, resp = Signal(range(rows + 1)), Signal(range(rows + 1))
+        req_addr, wr_addr = Signal(self.addr_bits), Signal(self.addr_bits)
+        k = Signal(range(S))
+        step = Signal(range(2 * p - 2))
+        rnd = Signal(range(self.rounds))
+        off = Signal(range(C))
+        cbase = Signal(range(n))
+        st_rd, st_sent = Signal(range(rows + 1)), Signal(range(rows + 1))
+        # stage 1 (the cycle after a buffer read)
+        s1, s1_push, s1_write, s1_comb, s1_send = Signal(), Signal(), Signal(), Signal(), Signal()
+        s1_row, s1_sel = Signal(range(max(2, rows))), Signal(max(1, lw))
+        s1_recv = Signal(bits)
+        st1 = Signal()
+
+        room = Signal()
+        m.d.comb += room.eq(out.level + s1 < OUT_FIFO)
+        issue = Signal()
+        addr = Signal(range(n))
+        m.d.comb += [
+            self.tx.valid.eq(out.r_rdy),
+            self.tx.payload.eq(out.r_data),
+            out.r_en.eq(self.tx.ready),
+        ]
+
+        def row_of(a):
+            return a[lw:] if lw else a
+
+        def sel_of(a):
+            return a[:lw] if lw else Const(0, 1)
+
+        done = Signal()
+        m.d.comb += self.done.eq(done)
+        m.d.sync += done.eq(0)
+        with m.FSM():
+            with m.State("IDLE"):
+                with m.If(self.go):
+                    m.d.sync += [
+                        x.eq(self.pe_x), src.eq(self.src_base), dst.eq(self.dst_base),
+                        req.eq(0), resp.eq(0), req_addr.eq(self.src_base),
+                        rnd.eq(0), off.eq(0), k.eq(0),
+                    ]
+                    m.next = "BASES"
+            with m.State("BASES"):
+                m.d.sync += [
+                    send_base.eq(Mux(x == 0, (p - 1) * C, (x - 1) * C)),
+                    fwd_base.eq(Mux(x == 0, (p - 2) * C, Mux(x == 1, (p - 1) * C, (x - 2) * C))),
+                ]
+                m.next = "LOAD"
+            with m.State("LOAD"):
+                m.d.comb += [self.rd_req.valid.eq(req != rows), self.rd_req.addr.eq(req_addr)]
+                with m.If(self.rd_req.valid & self.rd_req.ready):
+                    m.d.sync += [req.eq(req + 1), req_addr.eq(req_addr + W)]
+                with m.If(self.rd_resp.valid):
+                    m.d.sync += resp.eq(resp + 1)
+                    with m.If(resp == rows - 1):
+                        m.next = "SEND"
+            with m.State("SEND"):
+                m.d.comb += [issue.eq(room), addr.eq(send_base + off + k)]
+                with m.If(issue):
+                    m.d.sync += k.eq(k + 1)
+                    with m.If(k == S - 1):
+                        m.d.sync += [k.eq(0), step.eq(0), cbase.eq(fwd_base)]
+                        m.next = "FWD"
+            with m.State("FWD"):
+                m.d.comb += [issue.eq(room & self.rx.valid), addr.eq(cbase + off + k),
+                             self.rx.ready.eq(issue)]
+                with m.If(issue):
+                    m.d.sync += k.eq(k + 1)
+                    with m.If(k == S - 1):
+                        m.d.sync += [k.eq(0), step.eq(step + 1),
+                                     cbase.eq(Mux(cbase == 0, (p - 1) * C, cbase - C))]
+                        with m.If(step == 2 * p - 3):
+                            with m.If(rnd == self.rounds - 1):
+                                m.next = "DRAIN"
+                            with m.Else():
+                                m.d.sync += [rnd.eq(rnd + 1), off.eq(off + S)]
+                                m.next = "SEND"
+            with m.State("DRAIN"):
+                with m.If(~s1 & ~out.r_rdy):
+                    m.d.sync += [st_rd.eq(0), st_sent.eq(0), wr_addr.eq(dst)]
+                    m.next = "STORE"
+            with m.State("STORE"):
+                with m.If((st_rd != rows) & (wq.level + st1 < 3)):
+                    m.d.comb += rp.addr.eq(st_rd)
+                    m.d.sync += st_rd.eq(st_rd + 1)
+                    m.d.sync += st1.eq(1)
+                with m.Else():
+                    m.d.sync += st1.eq(0)
+                with m.If(self.wr_sent):
+                    m.d.sync += st_sent.eq(st_sent + 1)
+                    with m.If(st_sent == rows - 1):
+                        m.d.sync += done.eq(1)
+                        m.next = "IDLE"
+
+        # stage 0: the issue of a word (SEND: from the buffer; FWD: from the link)
+        with m.If(issue):
+            m.d.comb += rp.addr.eq(row_of(addr))
+        last_rs = p - 2
+        m.d.sync += [
+            s1.eq(issue),
+            s1_row.eq(row_of(addr)), s1_sel.eq(sel_of(addr)),
+            s1_recv.eq(self.rx.payload.as_value()),
+        ]
+        with m.If(issue):
+            fwd = self.rx.ready
+            m.d.sync += [
+                s1_send.eq(~fwd),
+                s1_comb.eq(fwd & (step <= last_rs)),
+                s1_write.eq(fwd & (step >= last_rs)),
+                s1_push.eq(~fwd | (step < 2 * p - 3)),
+            ]
+        # stage 1: the ALU, the push to the link and the write back
+        word = rp.data.word_select(s1_sel, bits) if W > 1 else rp.data
+        val = Signal(bits)
+        m.d.comb += val.eq(Mux(s1_send, word, Mux(s1_comb, self._alu(s1_recv, word), s1_recv)))
+        m.d.comb += [out.w_en.eq(s1 & s1_push), out.w_data.eq(val)]
+
+        # the buffer: written by DRAM responses (whole rows) or by stage 1 (one word)
+        with m.If(self.rd_resp.valid):
+            m.d.comb += [
+                wp.addr.eq(resp),
+                wp.data.eq(Cat(*(self.rd_resp.data[j * self.dram_bits:j * self.dram_bits + bits]
+                                 for j in range(W)))),
+                wp.en.eq((1 << W) - 1),
+            ]
+        with m.Elif(s1 & s1_write):
+            m.d.comb += [wp.addr.eq(s1_row), wp.data.eq(Cat(*([val] * W))),
+                         wp.en.eq((Const(1, W) << s1_sel)[:W])]
+        m.d.comb += self.rd_resp.ready.eq(1)
+
+        # STORE: buffer rows -> the write queue -> the arbiter
+        m.d.comb += [
+            wq.w_en.eq(st1),
+            wq.w_data.eq(Cat(*(_widen(rp.data[j * bits:(j + 1) * bits], self.dram_bits) for j in range(W)))),
+            self.wr.valid.eq(wq.r_rdy),
+            self.wr.data.eq(wq.r_data),
+            self.wr.addr.eq(wr_addr),
+            self.wr.mask.eq((1 << W) - 1),
+            wq.r_en.eq(self.wr.ready),
+        ]
+        with m.If(self.wr.valid & self.wr.ready):
+            m.d.sync += wr_addr.eq(wr_addr + W)
+        return m
+
+
+def _widen(v, width: int):
+    """`v` zero-extended to `width` bits (a DRAM word: upper bits zero)."""
+    return v if len(v) >= width else Cat(v, Const(0, width - len(v)))
