@@ -112,3 +112,14 @@ def test_unsupported_mesh_programs_still_raise_with_the_users_line():
     assert open(__file__).read().splitlines()[e.value.line - 1].endswith("# L:unsupported2")
     with pytest.raises(hw.UnsupportedError):   # synthesis of a mesh is not built
         dot_kernel(2, 64, 1).synthesize()
+
+
+def test_mesh_verilog_lints_clean_and_every_pe_is_one_module(tmp_path):
+    from hwgen_sim import runner
+
+    design = dot_kernel(4, 64, 8).build(out_dir=tmp_path)
+    text = design.verilog
+    assert text.count("module prod_pe(") == 1 and text.count("  prod_pe pe") == 4
+    assert ".pe_x(2'd3)" in text
+    warnings = runner.lint(design.paths["verilog"], design.paths["waivers"])
+    assert "%Warning" not in warnings and "%Error" not in warnings, warnings

@@ -89,6 +89,7 @@ class RingPlan:
     def rounds(self) -> int:
         return self.n // self.p // self.slice
 OUT_FIFO = 4  # words between the ALU and the link sender
+STATES = ("IDLE", "BASES", "LOAD", "SEND", "FWD", "DRAIN", "STORE")
 
 
 class RingAllReduce(wiring.Component):
@@ -152,10 +153,10 @@ class RingAllReduce(wiring.Component):
         # counters
         req, resp = Signal(range(rows + 1)), Signal(range(rows + 1))
         req_addr, wr_addr = Signal(self.addr_bits), Signal(self.addr_bits)
-        k = Signal(range(S))
+        k = Signal(range(max(2, S)))
         step = Signal(range(2 * p - 2))
-        rnd = Signal(range(self.rounds))
-        off = Signal(range(C))
+        rnd = Signal(range(max(2, self.rounds)))
+        off = Signal(range(max(2, C)))
         cbase = Signal(range(n))
         st_rd, st_sent = Signal(range(rows + 1)), Signal(range(rows + 1))
         # stage 1 (the cycle after a buffer read)
@@ -183,66 +184,71 @@ class RingAllReduce(wiring.Component):
         done = Signal()
         m.d.comb += self.done.eq(done)
         m.d.sync += done.eq(0)
-        with m.FSM():
-            with m.State("IDLE"):
-                with m.If(self.go):
-                    m.d.sync += [
-                        x.eq(self.pe_x), src.eq(self.src_base), dst.eq(self.dst_base),
-                        req.eq(0), resp.eq(0), req_addr.eq(self.src_base),
-                        rnd.eq(0), off.eq(0), k.eq(0),
-                    ]
-                    m.next = "BASES"
-            with m.State("BASES"):
+        # the state: a register compared in an if-chain (no case statement to leave incomplete)
+        state = Signal(range(len(STATES)))
+
+        def goto(name):
+            m.d.sync += state.eq(STATES.index(name))
+
+        with m.If(state == STATES.index("IDLE")):
+            with m.If(self.go):
                 m.d.sync += [
-                    send_base.eq(Mux(x == 0, (p - 1) * C, (x - 1) * C)),
-                    fwd_base.eq(Mux(x == 0, (p - 2) * C, Mux(x == 1, (p - 1) * C, (x - 2) * C))),
+                    x.eq(self.pe_x), src.eq(self.src_base), dst.eq(self.dst_base),
+                    req.eq(0), resp.eq(0), req_addr.eq(self.src_base),
+                    rnd.eq(0), off.eq(0), k.eq(0),
                 ]
-                m.next = "LOAD"
-            with m.State("LOAD"):
-                m.d.comb += [self.rd_req.valid.eq(req != rows), self.rd_req.addr.eq(req_addr)]
-                with m.If(self.rd_req.valid & self.rd_req.ready):
-                    m.d.sync += [req.eq(req + 1), req_addr.eq(req_addr + W)]
-                with m.If(self.rd_resp.valid):
-                    m.d.sync += resp.eq(resp + 1)
-                    with m.If(resp == rows - 1):
-                        m.next = "SEND"
-            with m.State("SEND"):
-                m.d.comb += [issue.eq(room), addr.eq(send_base + off + k)]
-                with m.If(issue):
-                    m.d.sync += k.eq(k + 1)
-                    with m.If(k == S - 1):
-                        m.d.sync += [k.eq(0), step.eq(0), cbase.eq(fwd_base)]
-                        m.next = "FWD"
-            with m.State("FWD"):
-                m.d.comb += [issue.eq(room & self.rx.valid), addr.eq(cbase + off + k),
-                             self.rx.ready.eq(issue)]
-                with m.If(issue):
-                    m.d.sync += k.eq(k + 1)
-                    with m.If(k == S - 1):
-                        m.d.sync += [k.eq(0), step.eq(step + 1),
-                                     cbase.eq(Mux(cbase == 0, (p - 1) * C, cbase - C))]
-                        with m.If(step == 2 * p - 3):
-                            with m.If(rnd == self.rounds - 1):
-                                m.next = "DRAIN"
-                            with m.Else():
-                                m.d.sync += [rnd.eq(rnd + 1), off.eq(off + S)]
-                                m.next = "SEND"
-            with m.State("DRAIN"):
-                with m.If(~s1 & ~out.r_rdy):
-                    m.d.sync += [st_rd.eq(0), st_sent.eq(0), wr_addr.eq(dst)]
-                    m.next = "STORE"
-            with m.State("STORE"):
-                with m.If((st_rd != rows) & (wq.level + st1 < 3)):
-                    m.d.comb += rp.addr.eq(st_rd)
-                    m.d.sync += st_rd.eq(st_rd + 1)
-                    m.d.sync += st1.eq(1)
-                with m.Else():
-                    m.d.sync += st1.eq(0)
-                with m.If(self.wr_sent):
-                    m.d.sync += st_sent.eq(st_sent + 1)
-                    with m.If(st_sent == rows - 1):
-                        m.d.sync += done.eq(1)
-                        m.next = "IDLE"
+                goto("BASES")
+        with m.Elif(state == STATES.index("BASES")):
+            m.d.sync += [
+                send_base.eq(Mux(x == 0, (p - 1) * C, (x - 1) * C)),
+                fwd_base.eq(Mux(x == 0, (p - 2) * C, Mux(x == 1, (p - 1) * C, (x - 2) * C))),
+            ]
+            goto("LOAD")
+        with m.Elif(state == STATES.index("LOAD")):
+            m.d.comb += [self.rd_req.valid.eq(req != rows), self.rd_req.addr.eq(req_addr)]
+            with m.If(self.rd_req.valid & self.rd_req.ready):
+                m.d.sync += [req.eq(req + 1), req_addr.eq(req_addr + W)]
+            with m.If(self.rd_resp.valid):
+                m.d.sync += resp.eq(resp + 1)
+                with m.If(resp == rows - 1):
+                    goto("SEND")
+        with m.Elif(state == STATES.index("SEND")):
+            m.d.comb += [issue.eq(room), addr.eq(send_base + off + k)]
+            with m.If(issue):
+                m.d.sync += k.eq(k + 1)
+                with m.If(k == S - 1):
+                    m.d.sync += [k.eq(0), step.eq(0), cbase.eq(fwd_base)]
+                    goto("FWD")
+        with m.Elif(state == STATES.index("FWD")):
+            m.d.comb += [issue.eq(room & self.rx.valid), addr.eq(cbase + off + k),
+                         self.rx.ready.eq(issue)]
+            with m.If(issue):
+                m.d.sync += k.eq(k + 1)
+                with m.If(k == S - 1):
+                    m.d.sync += [k.eq(0), step.eq(step + 1),
+                                 cbase.eq(Mux(cbase == 0, (p - 1) * C, cbase - C))]
+                    with m.If(step == 2 * p - 3):
+                        with m.If(rnd == self.rounds - 1):
+                            goto("DRAIN")
+                        with m.Else():
+                            m.d.sync += [rnd.eq(rnd + 1), off.eq(off + S)]
+                            goto("SEND")
+        with m.Elif(state == STATES.index("DRAIN")):
+            with m.If(~s1 & ~out.r_rdy):
+                m.d.sync += [st_rd.eq(0), st_sent.eq(0), wr_addr.eq(dst)]
+                goto("STORE")
+        with m.Elif(state == STATES.index("STORE")):
+            with m.If((st_rd != rows) & (wq.level + st1 < 3)):
+                m.d.comb += rp.addr.eq(st_rd)
+                m.d.sync += st_rd.eq(st_rd + 1)
+                m.d.sync += st1.eq(1)
+            with m.Else():
+                m.d.sync += st1.eq(0)
+            with m.If(self.wr_sent):
+                m.d.sync += st_sent.eq(st_sent + 1)
+                with m.If(st_sent == rows - 1):
+                    m.d.sync += done.eq(1)
+                    goto("IDLE")
 
         # stage 0: the issue of a word (SEND: from the buffer; FWD: from the link)
         with m.If(issue):

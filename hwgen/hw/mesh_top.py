@@ -50,14 +50,16 @@ def mesh_top_verilog(name: str, ports: list, p: int, pe_module: str, wire_module
             lines.append(f"  wire {_width(b)}r{k}_{s};")
     for k in range(p):
         up = (k - 1) % p
-        conns = [".clk(clk)", ".rst(rst)", ".start(start)", f".done(pe_done[{k}])", ".busy()", ".cycles()",
-                 f".pe_x({xw}'d{k})"]
+        conns = [".clk(clk)", ".rst(rst)", ".start(start)", f".done(pe_done[{k}])", f".pe_x({xw}'d{k})"]
         conns += [f".{n}({n})" for n, _ in shared]
         conns += [f".{n}(mem_{k}__{n[len('mem__'):]})" for n, _, _ in chan]
         conns += [f".link_tx__{s}(t{k}_{s})" for s in ("valid", "data", "credit")]
         conns += [f".link_rx__{s}(r{up}_{s})" for s in ("valid", "data", "credit")]
         known = {c[1:c.index("(")] for c in conns}
-        conns += [f".{n}()" for n, _, inp in ports if not inp and n not in known]
+        for n, b, inp in ports:  # outputs the top does not use (busy, cycles): to wires of their own
+            if not inp and n not in known:
+                lines.append(f"  wire {_width(b)}pe{k}_{n};")
+                conns.append(f".{n}(pe{k}_{n})")
         lines += [f"  {pe_module} pe{k} (", ",\n".join("    " + c for c in conns), "  );"]
         wconns = [".clk(clk)", ".rst(rst)"]
         wconns += [f".tx__{s}(t{k}_{s})" for s in ("valid", "data", "credit")]
