@@ -147,16 +147,19 @@ RING_STORE = 5  # the unit's cycles beyond its beats from its last pop to done (
 
 
 def ring_round_cycles(ring) -> int:
-    """One round of the ring all-reduce (hw/collective.py): step 0 then 2p - 3 steps, each
-    max(S, F) with F = L + RING_HOP, the last step's S words ending the round."""
+    """One round of the ring all-reduce (hw/collective.py), from its first send to the next
+    round's: 2p - 2 steps of max(S, F) each, F = L + RING_HOP (the next round's step 0 is
+    sent during this round's last step)."""
     hop = ring.latency + RING_HOP
-    return (2 * ring.p - 2) * max(ring.slice, hop) + ring.slice
+    return (2 * ring.p - 2) * max(ring.slice, hop)
 
 
 def ring_allreduce_cycles(ring, dram: DramConfig) -> int:
-    """Cycles from the RingAllReduce unit's go to its done (hw/collective.py's docstring)."""
+    """Cycles from the RingAllReduce unit's go to its done (hw/collective.py's docstring):
+    load, R rounds, the last round's last step of S words, store."""
     beats = beats_of((ring.n,), dram.words_per_cycle)
-    return (beats + dram.latency + RING_LOAD) + ring.rounds * ring_round_cycles(ring) + beats + RING_STORE
+    return (beats + dram.latency + RING_LOAD) + ring.rounds * ring_round_cycles(ring) + ring.slice \
+        + beats + RING_STORE
 
 
 def predict_mesh(compiled, dram: DramConfig, ring) -> Prediction:

@@ -41,14 +41,14 @@ def check(sim, expected):
 
 
 def test_ring2_psum_of_products_wraps_bit_exact_and_cycles_as_predicted():
-    p, n = 2, 64
+    p, n = 2, 256
     k = dot_kernel(p, n, latency=1)
     a, b = wide(n * p), wide(n * p)
     with np.errstate(over="ignore"):
         want = (a * b).reshape(p, n).sum(0, dtype=np.int32)
     sim = k.verify(a, b)                       # against the golden model
     check(sim, want)                           # and numpy
-    assert sim.design.report["collective"]["rounds"] == 1
+    assert sim.design.report["collective"]["rounds"] == 4   # chunks of 128 in slices of 32
     slow = k.verify(a, b, dram=DramConfig(latency=37))      # same build, another DRAM latency
     check(slow, want)
     assert slow.cycles > sim.cycles

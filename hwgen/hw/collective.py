@@ -9,12 +9,13 @@ the reduced vector goes to `dst_base`. One run:
 
     LOAD    read the n words into a local buffer (n / W rows of the W words of a DRAM beat):
             one read request per cycle, each response written to its row
-    ring    R = C / S rounds; round j works on words j*S .. j*S + S - 1 of every chunk
+    RING    R = C / S rounds; round j works on words j*S .. j*S + S - 1 of every chunk
             (S, the slice, is at most the receive FIFO's depth, so no ring can deadlock:
-            every PE's first step fits in its neighbour's FIFO):
-      SEND  step 0: push the S words of chunk (x - 1) mod p to the link, one per cycle
-      FWD   pop the 2(p-1)S words the upstream PE sends, in order; the word k of step s
-            belongs to chunk (x - s - 2) mod p:
+            every PE's first step fits in its neighbour's FIFO). Two engines:
+      send  step 0: push the S words of chunk (x - 1) mod p to the link, one per cycle;
+            round j + 1's runs during round j's last step (which neither reads nor sends)
+      fwd   once its round's step 0 is sent, pop the 2(p-1)S words the upstream PE sends,
+            in order; the word k of step s belongs to chunk (x - s - 2) mod p:
               s <  p - 2        reduce-scatter: send (received op local) on as step s + 1
               s == p - 2        last reduce-scatter step: the chunk is reduced; keep it and
                                 send it on (all-gather step p - 1)
@@ -23,7 +24,7 @@ the reduced vector goes to `dst_base`. One run:
     DRAIN   wait until every word sent has left for the link
     STORE   write the buffer to dst_base, one beat per cycle
 
-A popped (or, in SEND, a read) word reads the buffer in cycle t; in t + 1 the ALU (`op`:
+A popped (or, by the send engine, a read) word reads the buffer in cycle t; in t + 1 the ALU (`op`:
 wrapping add, signed/unsigned max or min, one LUT level of logic, no register) combines it
 and pushes the result into a 4-deep link FIFO and writes the buffer. Words are popped or
 read only while that FIFO, counting the word in flight, has room, so the link's
@@ -35,12 +36,14 @@ word to its neighbour's pop of the word it sends on: popped in t, pushed in t + 
 LinkTx in t + 2, on the wire from t + 3, in the receiver's output register L cycles later,
 popped in t + 4 + L. Every PE runs the same timeline (SPMD, same DRAM latency), so:
 
-    go -> first SEND     beats + Lm + RING_LOAD (4): BASES, then one request per cycle, each
+    go -> first send     beats + Lm + RING_LOAD (4): BASES, then one request per cycle, each
                          answered Lm + 2 cycles later through the arbiter's registers
-    one round            (2p - 2) * max(S, F) + S: SEND pushes S words; the first word of
-                         each step is popped max(S, F) after the first of the step before
-                         (the FIFO pops one word a cycle and a word needs F to come round),
-                         and the last step's S words end the round
+    one round            (2p - 2) * max(S, F), from its first send to the next round's:
+                         the send engine pushes S words, then the first word of each step
+                         is popped max(S, F) after the first of the step before (one pop a
+                         cycle, and a word needs F to come round); the next round's sends
+                         start with this round's last step
+    the last round       + S: its last step's S words
     last pop -> done     beats + RING_STORE (5): drain, then one row read and one DRAM
                          write per cycle; done the cycle after the channel takes the last
 
@@ -89,7 +92,7 @@ class RingPlan:
     def rounds(self) -> int:
         return self.n // self.p // self.slice
 OUT_FIFO = 4  # words between the ALU and the link sender
-STATES = ("IDLE", "BASES", "LOAD", "SEND", "FWD", "DRAIN", "STORE")
+STATES = ("IDLE", "BASES", "LOAD", "RING", "DRAIN", "STORE")
 
 
 class RingAllReduce(wiring.Component):
@@ -153,22 +156,27 @@ class RingAllReduce(wiring.Component):
         # counters
         req, resp = Signal(range(rows + 1)), Signal(range(rows + 1))
         req_addr, wr_addr = Signal(self.addr_bits), Signal(self.addr_bits)
+        # the send engine: step 0 of a round, S words of chunk (x - 1) mod p from the buffer
+        snd_on, snd_ready = Signal(), Signal()  # sending; a round's step 0 sent, not yet popped for
+        ks = Signal(range(max(2, S)))
+        snd_off = Signal(range(max(2, C)))
+        # the forward engine: the 2(p - 1) S words popped in a round
+        fwd_on = Signal()
         k = Signal(range(max(2, S)))
         step = Signal(range(2 * p - 2))
         rnd = Signal(range(max(2, self.rounds)))
         off = Signal(range(max(2, C)))
         cbase = Signal(range(n))
         st_rd, st_sent = Signal(range(rows + 1)), Signal(range(rows + 1))
-        # stage 1 (the cycle after a buffer read)
-        s1, s1_push, s1_write, s1_comb, s1_send = Signal(), Signal(), Signal(), Signal(), Signal()
+        # stage 1 (the cycle after a buffer read): a send word (s1s) or a popped word (s1)
+        s1s, s1s_sel = Signal(), Signal(max(1, lw))
+        s1, s1_push, s1_write, s1_comb = Signal(), Signal(), Signal(), Signal()
         s1_row, s1_sel = Signal(range(max(2, rows))), Signal(max(1, lw))
         s1_recv = Signal(bits)
         st1 = Signal()
 
         room = Signal()
-        m.d.comb += room.eq(out.level + s1 < OUT_FIFO)
-        issue = Signal()
-        addr = Signal(range(n))
+        m.d.comb += room.eq(out.level + s1 + s1s < OUT_FIFO)
         m.d.comb += [
             self.tx.valid.eq(out.r_rdy),
             self.tx.payload.eq(out.r_data),
@@ -190,12 +198,13 @@ class RingAllReduce(wiring.Component):
         def goto(name):
             m.d.sync += state.eq(STATES.index(name))
 
+        ring = Signal()
+        m.d.comb += ring.eq(state == STATES.index("RING"))
         with m.If(state == STATES.index("IDLE")):
             with m.If(self.go):
                 m.d.sync += [
                     x.eq(self.pe_x), src.eq(self.src_base), dst.eq(self.dst_base),
                     req.eq(0), resp.eq(0), req_addr.eq(self.src_base),
-                    rnd.eq(0), off.eq(0), k.eq(0),
                 ]
                 goto("BASES")
         with m.Elif(state == STATES.index("BASES")):
@@ -210,31 +219,12 @@ class RingAllReduce(wiring.Component):
                 m.d.sync += [req.eq(req + 1), req_addr.eq(req_addr + W)]
             with m.If(self.rd_resp.valid):
                 m.d.sync += resp.eq(resp + 1)
-                with m.If(resp == rows - 1):
-                    goto("SEND")
-        with m.Elif(state == STATES.index("SEND")):
-            m.d.comb += [issue.eq(room), addr.eq(send_base + off + k)]
-            with m.If(issue):
-                m.d.sync += k.eq(k + 1)
-                with m.If(k == S - 1):
-                    m.d.sync += [k.eq(0), step.eq(0), cbase.eq(fwd_base)]
-                    goto("FWD")
-        with m.Elif(state == STATES.index("FWD")):
-            m.d.comb += [issue.eq(room & self.rx.valid), addr.eq(cbase + off + k),
-                         self.rx.ready.eq(issue)]
-            with m.If(issue):
-                m.d.sync += k.eq(k + 1)
-                with m.If(k == S - 1):
-                    m.d.sync += [k.eq(0), step.eq(step + 1),
-                                 cbase.eq(Mux(cbase == 0, (p - 1) * C, cbase - C))]
-                    with m.If(step == 2 * p - 3):
-                        with m.If(rnd == self.rounds - 1):
-                            goto("DRAIN")
-                        with m.Else():
-                            m.d.sync += [rnd.eq(rnd + 1), off.eq(off + S)]
-                            goto("SEND")
+                with m.If(resp == rows - 1):  # round 0 starts sending
+                    m.d.sync += [snd_on.eq(1), ks.eq(0), snd_off.eq(0), snd_ready.eq(0),
+                                 fwd_on.eq(0), rnd.eq(0), off.eq(0)]
+                    goto("RING")
         with m.Elif(state == STATES.index("DRAIN")):
-            with m.If(~s1 & ~out.r_rdy):
+            with m.If(~s1 & ~s1s & ~out.r_rdy):
                 m.d.sync += [st_rd.eq(0), st_sent.eq(0), wr_addr.eq(dst)]
                 goto("STORE")
         with m.Elif(state == STATES.index("STORE")):
@@ -250,28 +240,71 @@ class RingAllReduce(wiring.Component):
                     m.d.sync += done.eq(1)
                     goto("IDLE")
 
-        # stage 0: the issue of a word (SEND: from the buffer; FWD: from the link)
-        with m.If(issue):
-            m.d.comb += rp.addr.eq(row_of(addr))
+        # RING: the two engines. The send engine of round j + 1 runs while the forward engine
+        # pops round j's last step (which neither reads the buffer nor sends), so the link
+        # stays busy across rounds; the forward engine starts a round once its step 0 is sent.
+        issue_s, issue_f = Signal(), Signal()
+        addr_s, addr_f = Signal(range(n)), Signal(range(n))
+        m.d.comb += [
+            addr_s.eq(send_base + snd_off + ks), addr_f.eq(cbase + off + k),
+            issue_s.eq(ring & snd_on & room),
+            issue_f.eq(ring & fwd_on & room & self.rx.valid),
+            self.rx.ready.eq(issue_f),
+        ]
+        send_last, round_last, enter_last = Signal(), Signal(), Signal()
+        m.d.comb += [
+            send_last.eq(issue_s & (ks == S - 1)),
+            round_last.eq(issue_f & (k == S - 1) & (step == 2 * p - 3)),
+            enter_last.eq(issue_f & (k == S - 1) & (step == 2 * p - 4)),
+        ]
+        with m.If(issue_s):
+            m.d.sync += ks.eq(Mux(ks == S - 1, 0, ks + 1))
+            with m.If(ks == S - 1):
+                m.d.sync += snd_on.eq(0)
+        with m.If(enter_last & (rnd != self.rounds - 1)):  # the next round's step 0
+            m.d.sync += [snd_on.eq(1), snd_off.eq(off + S)]
+        with m.If(issue_f):
+            m.d.sync += k.eq(k + 1)
+            with m.If(k == S - 1):
+                m.d.sync += [k.eq(0), step.eq(step + 1),
+                             cbase.eq(Mux(cbase == 0, (p - 1) * C, cbase - C))]
+        start = Signal()
+        m.d.comb += start.eq((send_last | snd_ready) & (~fwd_on | round_last))
+        with m.If(start):
+            m.d.sync += [fwd_on.eq(1), step.eq(0), k.eq(0), cbase.eq(fwd_base), snd_ready.eq(0)]
+            with m.If(round_last):
+                m.d.sync += [rnd.eq(rnd + 1), off.eq(off + S)]
+        with m.Elif(send_last):
+            m.d.sync += snd_ready.eq(1)
+        with m.If(round_last & ~start):
+            m.d.sync += fwd_on.eq(0)
+            with m.If(rnd == self.rounds - 1):
+                goto("DRAIN")
+
+        with m.If(issue_s):
+            m.d.comb += rp.addr.eq(row_of(addr_s))
+        with m.Elif(issue_f):
+            m.d.comb += rp.addr.eq(row_of(addr_f))
         last_rs = p - 2
         m.d.sync += [
-            s1.eq(issue),
-            s1_row.eq(row_of(addr)), s1_sel.eq(sel_of(addr)),
+            s1s.eq(issue_s), s1s_sel.eq(sel_of(addr_s)),
+            s1.eq(issue_f),
+            s1_row.eq(row_of(addr_f)), s1_sel.eq(sel_of(addr_f)),
             s1_recv.eq(self.rx.payload.as_value()),
         ]
-        with m.If(issue):
-            fwd = self.rx.ready
+        with m.If(issue_f):
             m.d.sync += [
-                s1_send.eq(~fwd),
-                s1_comb.eq(fwd & (step <= last_rs)),
-                s1_write.eq(fwd & (step >= last_rs)),
-                s1_push.eq(~fwd | (step < 2 * p - 3)),
+                s1_comb.eq(step <= last_rs),
+                s1_write.eq(step >= last_rs),
+                s1_push.eq(step < 2 * p - 3),
             ]
         # stage 1: the ALU, the push to the link and the write back
-        word = rp.data.word_select(s1_sel, bits) if W > 1 else rp.data
+        def word(sel):
+            return rp.data.word_select(sel, bits) if W > 1 else rp.data
+
         val = Signal(bits)
-        m.d.comb += val.eq(Mux(s1_send, word, Mux(s1_comb, self._alu(s1_recv, word), s1_recv)))
-        m.d.comb += [out.w_en.eq(s1 & s1_push), out.w_data.eq(val)]
+        m.d.comb += val.eq(Mux(s1_comb, self._alu(s1_recv, word(s1_sel)), s1_recv))
+        m.d.comb += [out.w_en.eq(s1s | (s1 & s1_push)), out.w_data.eq(Mux(s1s, word(s1s_sel), val))]
 
         # the buffer: written by DRAM responses (whole rows) or by stage 1 (one word)
         with m.If(self.rd_resp.valid):
