@@ -35,6 +35,11 @@ def local_blocks(value: np.ndarray, spec, pe: int, p: int) -> np.ndarray:
     return value[pe * n:(pe + 1) * n]
 
 
+def timeout_cycles(predicted: int, dram: DramConfig) -> int:
+    """Cycles after which a run that has not finished is a hang (as for one PE)."""
+    return max(10 * predicted, predicted + 100_000) + 20 * (dram.latency + dram.jitter)
+
+
 def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str = "simulate"):
     from ..simulate import SimResult
 
@@ -61,7 +66,7 @@ def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str 
             images.append(layout.image(local))
             harness.write_hex(work / f"dram_in.hex.{k}", images[-1], layout.word_bits)
         predicted = design.report["predicted_cycles"]
-        timeout = max(10 * predicted, predicted + 100_000) + 20 * (dram.latency + dram.jitter)
+        timeout = timeout_cycles(predicted, dram)
         config = {"inputs": {f"base_{name}": base for name, base in layout.bases.items()}, "results": [],
                   "timeout_cycles": timeout, "monitor": [], "runs": 1}
         (work / "config.json").write_text(json.dumps(config))
