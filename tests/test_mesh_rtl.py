@@ -85,6 +85,19 @@ def test_ring8_torus_pmax_latency_bound():
     assert sim.design.report["collective"]["slice"] == 8    # shorter than a hop: latency bound
 
 
+def test_pmin_of_the_local_block_itself_one_word_chunks():
+    mesh = hw.Mesh((4,), ("r",), topology="ring")
+
+    @hw.kernel(mesh=mesh, link=hw.LinkConfig(latency=1))
+    def tiny(x: hw.Array[int32, 16]) -> hw.Array[int32, 4]:
+        return hw.shard_map(lambda b: hw.pmin(b, "r"), mesh=mesh, in_specs=hw.P("r"), out_specs=hw.P())(x)
+
+    x = wide(16)
+    sim = tiny.verify(x)
+    check(sim, x.reshape(4, 4).min(0))
+    assert sim.design.report["collective"]["slice"] == 1
+
+
 def test_unsupported_mesh_programs_still_raise_with_the_users_line():
     mesh = hw.Mesh((4,), ("x",), topology="ring")
 
