@@ -14,8 +14,14 @@ Members:
     overflow_<g>: Out(1)    group-by g saw more distinct keys than its max_keys (valid while done)
     mem: Out(dram_port)     the DRAM channel: three typed streams (memchannel.dram_port)
 
+With a ring (`ring=`, a collective.RingPlan; mesh kernels, mesh/hardware.py) the root is
+Seq[program, RingAllReduce]: the unit (hw/collective.py, one more read and write client of the
+arbiter) starts when the program's root is done, and the PE is done when it is. Members then
+also: pe_x: In (the PE's ring coordinate), base_<result>: In(addr), link_tx: Out(link) and
+link_rx: In(link) (hw/link.py's wire side: the PE holds the LinkTx and the LinkRx).
+
 Timing: the root controller starts the cycle after `start`; `done` rises the cycle after the
-root reports done; `cycles` = root cycles + 1.
+root reports done; `cycles` = root cycles + 1 (with a ring: + the unit's cycles).
 """
 
 from __future__ import annotations

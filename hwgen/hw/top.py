@@ -20,6 +20,10 @@ the same addresses of its own DRAM); `done` is high when every PE is done, `busy
 PE is busy, `cycles` counts from `start` until every PE is done; PE k's channel is
 `mem_<k>`, its results `res_<r>_<k>` and `overflow_<g>_<k>`.
 
+`Top(compiled, dram, ring=plan)` wraps one PE with a ring all-reduce (pe.py) and also has its
+`pe_x`, `base_<result>`, `link_tx` and `link_rx`: the module a mesh top (mesh_top.py)
+instantiates once per PE.
+
 Timing: the PEs' own (pe.py); with several PEs, `done` and `cycles` are combined one cycle
 later than the last PE's.
 """
