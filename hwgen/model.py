@@ -156,9 +156,11 @@ def ring_round_cycles(ring) -> int:
 
 def ring_allreduce_cycles(ring, dram: DramConfig) -> int:
     """Cycles from the RingAllReduce unit's go to its done (hw/collective.py's docstring):
-    load, R rounds, the last round's last step of S words, store."""
+    the load of round 0's slices (of all of the operand when it does not stream), R rounds,
+    the last round's last step of S words, the store of all of it."""
     beats = beats_of((ring.n,), dram.words_per_cycle)
-    return (beats + dram.latency + RING_LOAD) + ring.rounds * ring_round_cycles(ring) + ring.slice \
+    first = ring.first_beats(dram.words_per_cycle)
+    return (first + dram.latency + RING_LOAD) + ring.rounds * ring_round_cycles(ring) + ring.slice \
         + beats + RING_STORE
 
 

@@ -8,7 +8,12 @@ Data: a local vector of `n` words (`n` = p * C: p chunks of C words) at `src_bas
 the reduced vector goes to `dst_base`. One run:
 
     LOAD    read the n words into a local buffer (n / W rows of the W words of a DRAM beat):
-            one read request per cycle, each response written to its row
+            one read request per cycle, each response written to its row. With several
+            rounds and slices of whole beats the operand streams in round by round (round
+            j's slice of every chunk, then round j + 1's) and the ring starts once round 0's
+            p S / W beats are in; the rest arrive W words a cycle, faster than the ring uses
+            them, and a round's first send also waits for its slices (only under DRAM
+            jitter can that matter). Otherwise the ring starts once all n / W are in.
     RING    R = C / S rounds; round j works on words j*S .. j*S + S - 1 of every chunk
             (S, the slice, is at most the receive FIFO's depth, so no ring can deadlock:
             every PE's first step fits in its neighbour's FIFO). Two engines:
@@ -36,8 +41,9 @@ word to its neighbour's pop of the word it sends on: popped in t, pushed in t + 
 LinkTx in t + 2, on the wire from t + 3, in the receiver's output register L cycles later,
 popped in t + 4 + L. Every PE runs the same timeline (SPMD, same DRAM latency), so:
 
-    go -> first send     beats + Lm + RING_LOAD (4): BASES, then one request per cycle, each
-                         answered Lm + 2 cycles later through the arbiter's registers
+    go -> first send     first + Lm + RING_LOAD (4), first = p S / W beats when streaming,
+                         else n / W: BASES, then one request per cycle, each answered
+                         Lm + 2 cycles later through the arbiter's registers
     one round            (2p - 2) * max(S, F), from its first send to the next round's:
                          the send engine pushes S words, then the first word of each step
                          is popped max(S, F) after the first of the step before (one pop a
@@ -91,6 +97,15 @@ class RingPlan:
     @property
     def rounds(self) -> int:
         return self.n // self.p // self.slice
+
+    def streams(self, words: int) -> bool:
+        """Whether the operand streams in round by round (see RingAllReduce): with several
+        rounds and slices of whole DRAM beats."""
+        return self.rounds > 1 and self.slice % words == 0
+
+    def first_beats(self, words: int) -> int:
+        """DRAM beats read before the ring starts: round 0's slices when streaming, else all."""
+        return self.p * self.slice // words if self.streams(words) else self.n // words
 OUT_FIFO = 4  # words between the ALU and the link sender
 STATES = ("IDLE", "BASES", "LOAD", "RING", "DRAIN", "STORE")
 
@@ -112,6 +127,9 @@ class RingAllReduce(wiring.Component):
         if words & (words - 1) or n % words:
             raise ValueError(f"DRAM beats of {words} words must be a power of two dividing {n}")
         self.n, self.p, self.chunk, self.slice = n, p, chunk, slice_words
+        # stream the operand in round by round (the ring starts once round 0's slices are
+        # in): with several rounds and slices of whole beats; else read it all first
+        self.stream = chunk // slice_words > 1 and slice_words % words == 0
         self.rounds = chunk // slice_words
         self.op, self.bits, self.signed = op, bits, signed
         self.words, self.dram_bits, self.addr_bits = words, dram_bits, addr_bits
@@ -143,6 +161,7 @@ class RingAllReduce(wiring.Component):
         m.submodules.buf = buf
         rp = buf.read_port()
         wp = buf.write_port(granularity=bits)
+        lp = buf.write_port()  # DRAM responses: whole rows
         out = SyncFIFO(width=bits, depth=OUT_FIFO)
         m.submodules.out = out
         wq = SyncFIFO(width=W * self.dram_bits, depth=4)
@@ -155,7 +174,15 @@ class RingAllReduce(wiring.Component):
         src, dst = Signal(self.addr_bits), Signal(self.addr_bits)
         # counters
         req, resp = Signal(range(rows + 1)), Signal(range(rows + 1))
-        req_addr, wr_addr = Signal(self.addr_bits), Signal(self.addr_bits)
+        wr_addr = Signal(self.addr_bits)
+        # the load's walk over the operand: round by round (slices of SL words of every
+        # chunk) when streaming, else in order; requests and responses walk it alike
+        SL = S if self.stream else C
+        req_walk, resp_walk = _Walk(SL // W if self.stream else rows, p if self.stream else 1, C, SL, W, n), \
+            _Walk(SL // W if self.stream else rows, p if self.stream else 1, C, SL, W, n)
+        first = p * SL // W if self.stream else rows  # beats read before the ring starts
+        loaded = Signal(range(self.rounds + 2))  # rounds whose slices are all in the buffer
+        snd_rnd = Signal(range(self.rounds + 1))  # the round the send engine is on
         # the send engine: step 0 of a round, S words of chunk (x - 1) mod p from the buffer
         snd_on, snd_ready = Signal(), Signal()  # sending; a round's step 0 sent, not yet popped for
         ks = Signal(range(max(2, S)))
@@ -204,8 +231,10 @@ class RingAllReduce(wiring.Component):
             with m.If(self.go):
                 m.d.sync += [
                     x.eq(self.pe_x), src.eq(self.src_base), dst.eq(self.dst_base),
-                    req.eq(0), resp.eq(0), req_addr.eq(self.src_base),
+                    req.eq(0), resp.eq(0), loaded.eq(0),
                 ]
+                req_walk.reset(m)
+                resp_walk.reset(m)
                 goto("BASES")
         with m.Elif(state == STATES.index("BASES")):
             m.d.sync += [
@@ -214,15 +243,10 @@ class RingAllReduce(wiring.Component):
             ]
             goto("LOAD")
         with m.Elif(state == STATES.index("LOAD")):
-            m.d.comb += [self.rd_req.valid.eq(req != rows), self.rd_req.addr.eq(req_addr)]
-            with m.If(self.rd_req.valid & self.rd_req.ready):
-                m.d.sync += [req.eq(req + 1), req_addr.eq(req_addr + W)]
-            with m.If(self.rd_resp.valid):
-                m.d.sync += resp.eq(resp + 1)
-                with m.If(resp == rows - 1):  # round 0 starts sending
-                    m.d.sync += [snd_on.eq(1), ks.eq(0), snd_off.eq(0), snd_ready.eq(0),
-                                 fwd_on.eq(0), rnd.eq(0), off.eq(0)]
-                    goto("RING")
+            with m.If(self.rd_resp.valid & (resp == first - 1)):  # round 0 starts sending
+                m.d.sync += [snd_on.eq(1), ks.eq(0), snd_off.eq(0), snd_ready.eq(0), snd_rnd.eq(0),
+                             fwd_on.eq(0), rnd.eq(0), off.eq(0)]
+                goto("RING")
         with m.Elif(state == STATES.index("DRAIN")):
             with m.If(~s1 & ~s1s & ~out.r_rdy):
                 m.d.sync += [st_rd.eq(0), st_sent.eq(0), wr_addr.eq(dst)]
@@ -240,6 +264,20 @@ class RingAllReduce(wiring.Component):
                     m.d.sync += done.eq(1)
                     goto("IDLE")
 
+        # the load: one request per cycle from LOAD on, each response written to its row
+        loading = Signal()
+        m.d.comb += loading.eq((state == STATES.index("LOAD")) | ring)
+        m.d.comb += [self.rd_req.valid.eq(loading & (req != rows)),
+                     self.rd_req.addr.eq(src + req_walk.word_addr())]
+        with m.If(self.rd_req.valid & self.rd_req.ready):
+            m.d.sync += req.eq(req + 1)
+            req_walk.step(m)
+        with m.If(self.rd_resp.valid):
+            m.d.sync += resp.eq(resp + 1)
+            resp_walk.step(m)
+            with m.If(resp_walk.round_end()):
+                m.d.sync += loaded.eq(loaded + 1)
+
         # RING: the two engines. The send engine of round j + 1 runs while the forward engine
         # pops round j's last step (which neither reads the buffer nor sends), so the link
         # stays busy across rounds; the forward engine starts a round once its step 0 is sent.
@@ -247,7 +285,7 @@ class RingAllReduce(wiring.Component):
         addr_s, addr_f = Signal(range(n)), Signal(range(n))
         m.d.comb += [
             addr_s.eq(send_base + snd_off + ks), addr_f.eq(cbase + off + k),
-            issue_s.eq(ring & snd_on & room),
+            issue_s.eq(ring & snd_on & room & ((snd_rnd < loaded) if self.stream else 1)),
             issue_f.eq(ring & fwd_on & room & self.rx.valid),
             self.rx.ready.eq(issue_f),
         ]
@@ -260,7 +298,7 @@ class RingAllReduce(wiring.Component):
         with m.If(issue_s):
             m.d.sync += ks.eq(Mux(ks == S - 1, 0, ks + 1))
             with m.If(ks == S - 1):
-                m.d.sync += snd_on.eq(0)
+                m.d.sync += [snd_on.eq(0), snd_rnd.eq(snd_rnd + 1)]
         with m.If(enter_last & (rnd != self.rounds - 1)):  # the next round's step 0
             m.d.sync += [snd_on.eq(1), snd_off.eq(off + S)]
         with m.If(issue_f):
@@ -307,14 +345,13 @@ class RingAllReduce(wiring.Component):
         m.d.comb += [out.w_en.eq(s1s | (s1 & s1_push)), out.w_data.eq(Mux(s1s, word(s1s_sel), val))]
 
         # the buffer: written by DRAM responses (whole rows) or by stage 1 (one word)
-        with m.If(self.rd_resp.valid):
-            m.d.comb += [
-                wp.addr.eq(resp),
-                wp.data.eq(Cat(*(self.rd_resp.data[j * self.dram_bits:j * self.dram_bits + bits]
-                                 for j in range(W)))),
-                wp.en.eq((1 << W) - 1),
-            ]
-        with m.Elif(s1 & s1_write):
+        m.d.comb += [
+            lp.addr.eq(resp_walk.row()),
+            lp.data.eq(Cat(*(self.rd_resp.data[j * self.dram_bits:j * self.dram_bits + bits]
+                             for j in range(W)))),
+            lp.en.eq(self.rd_resp.valid),
+        ]
+        with m.If(s1 & s1_write):
             m.d.comb += [wp.addr.eq(s1_row), wp.data.eq(Cat(*([val] * W))),
                          wp.en.eq((Const(1, W) << s1_sel)[:W])]
         m.d.comb += self.rd_resp.ready.eq(1)
@@ -332,6 +369,41 @@ class RingAllReduce(wiring.Component):
         with m.If(self.wr.valid & self.wr.ready):
             m.d.sync += wr_addr.eq(wr_addr + W)
         return m
+
+
+class _Walk:
+    """The operand's beats in load order: `beats` beats of a slice (SL words from word
+    chunk * C + round * SL), the slice of each of `chunks` chunks, then the next round."""
+
+    def __init__(self, beats: int, chunks: int, C: int, SL: int, W: int, n: int):
+        self.beats, self.chunks, self.C, self.SL, self.W = beats, chunks, C, SL, W
+        self.b = Signal(range(max(2, beats)))
+        self.c = Signal(range(max(2, chunks)))
+        self.base = Signal(range(n + 1))   # chunk * C + round * SL
+        self.rbase = Signal(range(n + 1))  # round * SL
+        self.addr = Signal(range(n + W))   # base + b * W
+
+    def reset(self, m):
+        m.d.sync += [self.b.eq(0), self.c.eq(0), self.base.eq(0), self.rbase.eq(0), self.addr.eq(0)]
+
+    def word_addr(self):
+        return self.addr
+
+    def row(self):
+        return self.addr[(self.W - 1).bit_length():] if self.W > 1 else self.addr
+
+    def round_end(self):
+        return (self.b == self.beats - 1) & (self.c == self.chunks - 1)
+
+    def step(self, m):
+        with m.If(self.b != self.beats - 1):
+            m.d.sync += [self.b.eq(self.b + 1), self.addr.eq(self.addr + self.W)]
+        with m.Elif(self.c != self.chunks - 1):
+            m.d.sync += [self.b.eq(0), self.c.eq(self.c + 1), self.base.eq(self.base + self.C),
+                         self.addr.eq(self.base + self.C)]
+        with m.Else():
+            m.d.sync += [self.b.eq(0), self.c.eq(0), self.base.eq(self.rbase + self.SL),
+                         self.rbase.eq(self.rbase + self.SL), self.addr.eq(self.rbase + self.SL)]
 
 
 def _widen(v, width: int):
