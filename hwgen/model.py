@@ -143,7 +143,7 @@ class _Model:
 
 RING_HOP = 4    # a word's cycles from one PE's pop to its neighbour's pop, beyond the link latency
 RING_LOAD = 4   # the unit's cycles beyond beats + DRAM latency from go to its first SEND
-RING_STORE = 5  # the unit's cycles beyond its beats from its last pop to done (drain, write)
+RING_STORE = 6  # the unit's cycles beyond the beats it writes after its last pop, to done
 
 
 def ring_round_cycles(ring) -> int:
@@ -157,11 +157,11 @@ def ring_round_cycles(ring) -> int:
 def ring_allreduce_cycles(ring, dram: DramConfig) -> int:
     """Cycles from the RingAllReduce unit's go to its done (hw/collective.py's docstring):
     the load of round 0's slices (of all of the operand when it does not stream), R rounds,
-    the last round's last step of S words, the store of all of it."""
-    beats = beats_of((ring.n,), dram.words_per_cycle)
+    the last round's last step of S words, then the write of the last round's slices (of
+    all of the result when it does not stream: the same number of beats)."""
     first = ring.first_beats(dram.words_per_cycle)
     return (first + dram.latency + RING_LOAD) + ring.rounds * ring_round_cycles(ring) + ring.slice \
-        + beats + RING_STORE
+        + first + RING_STORE
 
 
 def predict_mesh(compiled, dram: DramConfig, ring) -> Prediction:

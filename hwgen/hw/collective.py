@@ -27,7 +27,10 @@ the reduced vector goes to `dst_base`. One run:
               p - 2 < s < 2p-3  all-gather: keep the received word and send it on
               s == 2p - 3       all-gather, last step: keep it
     DRAIN   wait until every word sent has left for the link
-    STORE   write the buffer to dst_base, one beat per cycle
+    STORE   wait until the result is written to dst_base: a store engine (a read port of
+            its own) writes a round's rows, one beat per cycle, from two cycles after the
+            round's last word is written (when streaming, in the rounds that follow; else
+            all of them after the last round)
 
 A popped (or, by the send engine, a read) word reads the buffer in cycle t; in t + 1 the ALU (`op`:
 wrapping add, signed/unsigned max or min, one LUT level of logic, no register) combines it
@@ -50,8 +53,9 @@ popped in t + 4 + L. Every PE runs the same timeline (SPMD, same DRAM latency), 
                          cycle, and a word needs F to come round); the next round's sends
                          start with this round's last step
     the last round       + S: its last step's S words
-    last pop -> done     beats + RING_STORE (5): drain, then one row read and one DRAM
-                         write per cycle; done the cycle after the channel takes the last
+    last pop -> done     first + RING_STORE (6): the last round's rows (all rows when not
+                         streaming), one row read and one DRAM write per cycle; done once
+                         the channel has taken the last
 
 The receive FIFO holds D >= S + L + 2 words, so credits never stall the sender (the step-0
 words wait in the FIFO until its owner pops them; their credits take L cycles back).
@@ -174,7 +178,6 @@ class RingAllReduce(wiring.Component):
         src, dst = Signal(self.addr_bits), Signal(self.addr_bits)
         # counters
         req, resp = Signal(range(rows + 1)), Signal(range(rows + 1))
-        wr_addr = Signal(self.addr_bits)
         # the load's walk over the operand: round by round (slices of SL words of every
         # chunk) when streaming, else in order; requests and responses walk it alike
         SL = S if self.stream else C
@@ -195,6 +198,11 @@ class RingAllReduce(wiring.Component):
         off = Signal(range(max(2, C)))
         cbase = Signal(range(n))
         st_rd, st_sent = Signal(range(rows + 1)), Signal(range(rows + 1))
+        # the store's walk (as the load's): rows are read once their round is finished
+        st_walk = _Walk(SL // W if self.stream else rows, p if self.stream else 1, C, SL, W, n)
+        wr_walk = _Walk(SL // W if self.stream else rows, p if self.stream else 1, C, SL, W, n)
+        st_round = Signal(range(self.rounds + 2))   # the store walk's round
+        finished = Signal(range(self.rounds + 2))   # ring rounds whose words are all written
         # stage 1 (the cycle after a buffer read): a send word (s1s) or a popped word (s1)
         s1s, s1s_sel = Signal(), Signal(max(1, lw))
         s1, s1_push, s1_write, s1_comb = Signal(), Signal(), Signal(), Signal()
@@ -232,9 +240,10 @@ class RingAllReduce(wiring.Component):
                 m.d.sync += [
                     x.eq(self.pe_x), src.eq(self.src_base), dst.eq(self.dst_base),
                     req.eq(0), resp.eq(0), loaded.eq(0),
+                    st_rd.eq(0), st_sent.eq(0), st_round.eq(0), finished.eq(0),
                 ]
-                req_walk.reset(m)
-                resp_walk.reset(m)
+                for walk in (req_walk, resp_walk, st_walk, wr_walk):
+                    walk.reset(m)
                 goto("BASES")
         with m.Elif(state == STATES.index("BASES")):
             m.d.sync += [
@@ -249,20 +258,11 @@ class RingAllReduce(wiring.Component):
                 goto("RING")
         with m.Elif(state == STATES.index("DRAIN")):
             with m.If(~s1 & ~s1s & ~out.r_rdy):
-                m.d.sync += [st_rd.eq(0), st_sent.eq(0), wr_addr.eq(dst)]
                 goto("STORE")
         with m.Elif(state == STATES.index("STORE")):
-            with m.If((st_rd != rows) & (wq.level + st1 < 3)):
-                m.d.comb += rp.addr.eq(st_rd)
-                m.d.sync += st_rd.eq(st_rd + 1)
-                m.d.sync += st1.eq(1)
-            with m.Else():
-                m.d.sync += st1.eq(0)
-            with m.If(self.wr_sent):
-                m.d.sync += st_sent.eq(st_sent + 1)
-                with m.If(st_sent == rows - 1):
-                    m.d.sync += done.eq(1)
-                    goto("IDLE")
+            with m.If(st_sent == rows):
+                m.d.sync += done.eq(1)
+                goto("IDLE")
 
         # the load: one request per cycle from LOAD on, each response written to its row
         loading = Signal()
@@ -356,18 +356,37 @@ class RingAllReduce(wiring.Component):
                          wp.en.eq((Const(1, W) << s1_sel)[:W])]
         m.d.comb += self.rd_resp.ready.eq(1)
 
-        # STORE: buffer rows -> the write queue -> the arbiter
+        # the store: buffer rows (a read port of its own) -> the write queue -> the arbiter,
+        # each round's rows once the round is finished (its last write two cycles back), so
+        # the result's write overlaps the later rounds when the operand streams
+        rp2 = buf.read_port()
+        done_1, done_2 = Signal(), Signal()
+        m.d.sync += [done_1.eq(round_last), done_2.eq(done_1)]
+        with m.If(done_2):
+            m.d.sync += finished.eq(finished + 1)
+        may = Signal()
+        m.d.comb += may.eq((st_round < finished) if self.stream else (finished == self.rounds))
+        with m.If((st_rd != rows) & (wq.level + st1 < 3) & may):
+            m.d.comb += rp2.addr.eq(st_walk.row())
+            m.d.sync += [st_rd.eq(st_rd + 1), st1.eq(1)]
+            st_walk.step(m)
+            with m.If(st_walk.round_end()):
+                m.d.sync += st_round.eq(st_round + 1)
+        with m.Else():
+            m.d.sync += st1.eq(0)
+        with m.If(self.wr_sent):
+            m.d.sync += st_sent.eq(st_sent + 1)
         m.d.comb += [
             wq.w_en.eq(st1),
-            wq.w_data.eq(Cat(*(_widen(rp.data[j * bits:(j + 1) * bits], self.dram_bits) for j in range(W)))),
+            wq.w_data.eq(Cat(*(_widen(rp2.data[j * bits:(j + 1) * bits], self.dram_bits) for j in range(W)))),
             self.wr.valid.eq(wq.r_rdy),
             self.wr.data.eq(wq.r_data),
-            self.wr.addr.eq(wr_addr),
+            self.wr.addr.eq(dst + wr_walk.word_addr()),
             self.wr.mask.eq((1 << W) - 1),
             wq.r_en.eq(self.wr.ready),
         ]
         with m.If(self.wr.valid & self.wr.ready):
-            m.d.sync += wr_addr.eq(wr_addr + W)
+            wr_walk.step(m)
         return m
 
 
