@@ -7,8 +7,9 @@
     kernel.with_schedule(...)  the same program under another schedule
 
 A kernel may run on a mesh of processing elements (`mesh=`, an hw.Mesh, with `link=`, an
-hw.LinkConfig; see hwgen/mesh/). Its golden model works; building its hardware raises
-UnsupportedError (not implemented yet).
+hw.LinkConfig; see hwgen/mesh/). Its golden model works; build, elaborate, simulate and verify
+work for the programs hwgen/mesh/hardware.py supports (an all-reduce over a ring) and raise
+UnsupportedError for the others; synthesize raises UnsupportedError.
 """
 
 from __future__ import annotations
@@ -69,14 +70,20 @@ class Kernel:
         `show_ir=True` prints the IR after each compiler pass (default: $HWGEN_SHOW_IR)."""
         from .build import build
 
-        refuse_hardware(self, "build")
+        if self.mesh is not None:
+            from .mesh import hardware
+
+            return hardware.build(self, out_dir=out_dir, dram=dram, show_ir=show_ir)
         return build(self, out_dir=out_dir, dram=dram, show_ir=show_ir)
 
     def elaborate(self, dram=None):
         """The hardware design in memory (no files written): a `build.Design`."""
         from .build import elaborate
 
-        refuse_hardware(self, "elaborate")
+        if self.mesh is not None:
+            from .mesh import hardware
+
+            return hardware.elaborate(self, dram, "elaborate")
         return elaborate(self, dram=dram)
 
     def simulate(self, *args, waves=False, dram=None, seed=None, monitor=None, target=None):
@@ -84,7 +91,11 @@ class Kernel:
         target="ecp5" runs the netlist that synthesis for ECP5 uses."""
         from .simulate import simulate
 
-        refuse_hardware(self, "simulate")
+        if self.mesh is not None:
+            _mesh_options(self, "simulate", waves=waves, monitor=monitor, target=target)
+            from .mesh.simulate import simulate as simulate_mesh
+
+            return simulate_mesh(self, args, dram=dram, seed=seed)
         return simulate(self, args, waves=waves, dram=dram, seed=seed, monitor=monitor, target=target)
 
     def verify(self, *args, waves=False, dram=None, seed=None, target=None, runs=1):
@@ -92,7 +103,11 @@ class Kernel:
         `runs`: run the kernel that many times without a reset in between; the last is checked."""
         from .simulate import verify
 
-        refuse_hardware(self, "verify")
+        if self.mesh is not None:
+            _mesh_options(self, "verify", waves=waves, target=target, runs=runs != 1)
+            from .mesh.simulate import verify as verify_mesh
+
+            return verify_mesh(self, args, dram=dram, seed=seed)
         return verify(self, args, waves=waves, dram=dram, seed=seed, target=target, runs=runs)
 
     def synthesize(self, target="ecp5", device=None, out_dir="rtl_out", freq=100.0, dram=None) -> dict:
@@ -112,6 +127,16 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<hw.kernel {self.name} {self.schedule.describe()}>"
+
+
+def _mesh_options(kernel, what: str, **options) -> None:
+    """Options a mesh kernel's simulation does not support yet: UnsupportedError."""
+    from .errors import UnsupportedError
+
+    used = [name for name, value in options.items() if value]
+    if used:
+        raise UnsupportedError(f"cannot {what} mesh kernel '{kernel.name}' with {', '.join(used)}: "
+                               f"not supported for meshes yet", user_loc())
 
 
 def kernel(fn=None, *, tile=None, par=None, metapipeline=True, mesh=None, link=None):

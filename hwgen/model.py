@@ -421,3 +421,44 @@ class _StoreBeats:
     def take(self, cycle: int) -> bool:
         self.taken += 1
         return self.taken == self.beats
+
+
+# ---------------------------------------------------------------- mesh: the ring all-reduce
+
+RING_HOP = 4    # a word's cycles from one PE's pop to its neighbour's pop, beyond the link latency
+RING_LOAD = 4   # the unit's cycles beyond beats + DRAM latency from go to its first SEND
+RING_STORE = 6  # the unit's cycles beyond the beats it writes after its last pop, to done
+
+
+def ring_round_cycles(ring) -> int:
+    """One round of the ring all-reduce (hw/collective.py), from its first send to the next
+    round's: 2p - 2 steps of max(S, F) each, F = L + RING_HOP (the next round's step 0 is
+    sent during this round's last step)."""
+    hop = ring.latency + RING_HOP
+    return (2 * ring.p - 2) * max(ring.slice, hop)
+
+
+def ring_allreduce_cycles(ring, dram: DramConfig) -> int:
+    """Cycles from the RingAllReduce unit's go to its done (hw/collective.py's docstring):
+    the load of round 0's slices (of all of the operand when it does not stream), R rounds,
+    the last round's last step of S words, then the write of the last round's slices (of
+    all of the result when it does not stream: the same number of beats)."""
+    first = ring.first_beats(dram.words_per_cycle)
+    return (first + dram.latency + RING_LOAD) + ring.rounds * ring_round_cycles(ring) + ring.slice \
+        + first + RING_STORE
+
+
+def predict_mesh(compiled, dram: DramConfig, ring) -> Prediction:
+    """Cycles of a mesh kernel: every PE runs Seq[program, ring all-reduce] on the same
+    timeline (SPMD on a ring: symmetric), and the mesh top adds a cycle to combine the PEs'
+    done. Roofline: the largest of the per-PE compute and memory bounds and the link bound
+    2(p - 1)/p * n words over one link each way."""
+    body = predict(compiled, dram)
+    ring_cycles = ring_allreduce_cycles(ring, dram)
+    cycles = body.cycles + ring_cycles + 1
+    link = math.ceil(2 * (ring.p - 1) * ring.n / ring.p)
+    tree = {"unit": "seq", "stages": [body.tree, {"unit": "ring0", "all_reduce": ring.op, "p": ring.p,
+                                                  "words": ring.n, "slice": ring.slice,
+                                                  "rounds": ring.rounds, "cycles": ring_cycles}],
+            "cycles": cycles}
+    return Prediction(cycles, max(body.roofline, link), body.compute_bound, body.memory_bound, body.lanes, tree)

@@ -10,6 +10,7 @@
 //   in about one cycle in four at random, so that clients meet backpressure.
 // - Memory contents are loaded at time 0 from the file named by +DRAM_IN=<file> ($readmemh) and
 //   written to +DRAM_OUT=<file> ($writememh) on a clock edge where `dump` is high.
+// With ID >= 0 (one model per PE of a mesh) the files are <file>.<ID>.
 // Run-time settings: +DRAM_LATENCY=<n> (default 20), +DRAM_JITTER=<n> (default 0),
 // +DRAM_SEED=<n> (nonzero, for the jitter).
 `timescale 1ns/1ps
@@ -19,7 +20,8 @@ module hwgen_dram #(
     parameter integer ADDR_W = 32,
     parameter integer DEPTH_LOG2 = 16,
     parameter integer TAG_W = 1,
-    parameter integer QUEUE_LOG2 = 9
+    parameter integer QUEUE_LOG2 = 9,
+    parameter integer ID = -1
 ) (
     input  wire                      clk,
     input  wire                      rst,
@@ -58,8 +60,12 @@ module hwgen_dram #(
         if (!$value$plusargs("DRAM_JITTER=%d", jitter)) jitter = 0;
         if (!$value$plusargs("DRAM_SEED=%d", lfsr)) lfsr = 32'd1;
         if (lfsr == 32'd0) lfsr = 32'd1;
-        if ($value$plusargs("DRAM_IN=%s", in_file)) $readmemh(in_file, mem);
+        if ($value$plusargs("DRAM_IN=%s", in_file)) begin
+            if (ID >= 0) in_file = $sformatf("%s.%0d", in_file, ID);
+            $readmemh(in_file, mem);
+        end
         if (!$value$plusargs("DRAM_OUT=%s", out_file)) out_file = "dram_out.hex";
+        if (ID >= 0) out_file = $sformatf("%s.%0d", out_file, ID);
     end
 
     // ---------------------------------------------------------------- reads

@@ -239,9 +239,11 @@ def test_cli_refuses_to_build_or_simulate_a_mesh_kernel(capsys, tmp_path):
         "\n"
         "@hw.kernel(mesh=mesh)\n"
         "def allreduce(x: hw.Array[int32, 16]) -> hw.Array[int32, 4]:\n"
-        "    return hw.shard_map(lambda b: hw.psum(b, 'r'), mesh=mesh, in_specs=hw.P('r'), out_specs=hw.P())(x)\n")
-    message = (f"error: {show_path(str(path))}:5: cannot {{}} kernel 'allreduce': it runs on a mesh (4 ring (r)) "
-               f"and mesh hardware is not built yet; the golden model allreduce(*arrays) works\n")
+        "    return hw.shard_map(lambda b: hw.psum(b, 'r') + b, mesh=mesh, in_specs=hw.P('r'), out_specs=hw.P())(x)\n")
+    message = (f"error: {show_path(str(path))}:7: cannot {{}} kernel 'allreduce' on mesh 4 ring (r): the "
+               f"shard_map body must return hw.psum, hw.pmax or hw.pmin of an array. Mesh hardware supports "
+               f"one hw.shard_map over a ring whose body returns hw.psum / hw.pmax / hw.pmin of a 1-D integer "
+               f"array (see docs/mesh.md); the golden model allreduce(*arrays) works\n")
     out_dir = tmp_path / "rtl"
     for command, verb in (("build", "build"), ("sim", "verify")):
         code = cli.main([command, str(path), "--out", str(out_dir)] if command == "build" else [command, str(path)])

@@ -14,8 +14,14 @@ Members:
     overflow_<g>: Out(1)    group-by g saw more distinct keys than its max_keys (valid while done)
     mem: Out(dram_port)     the DRAM channel: three typed streams (memchannel.dram_port)
 
+With a ring (`ring=`, a collective.RingPlan; mesh kernels, mesh/hardware.py) the root is
+Seq[program, RingAllReduce]: the unit (hw/collective.py, one more read and write client of the
+arbiter) starts when the program's root is done, and the PE is done when it is. Members then
+also: pe_x: In (the PE's ring coordinate), base_<result>: In(addr), link_tx: Out(link) and
+link_rx: In(link) (hw/link.py's wire side: the PE holds the LinkTx and the LinkRx).
+
 Timing: the root controller starts the cycle after `start`; `done` rises the cycle after the
-root reports done; `cycles` = root cycles + 1.
+root reports done; `cycles` = root cycles + 1 (with a ring: + the unit's cycles).
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ from .datapath import dtype_shape
 from .groupmem import ROLES, GroupMem
 from .onchip import OnChipMem
 from .pipe import PipeUnit, port_name
+from .collective import RingAllReduce
+from .link import LinkRx, LinkTx, link_signature
 from .transfer import LoadUnit, StoreUnit, reach_banks
 
 
@@ -48,8 +56,9 @@ class PE(wiring.Component):
     """Hardware for a compiled kernel (passes.Compiled) under a DramConfig (see the module doc
     for the ports)."""
 
-    def __init__(self, compiled, dram: DramConfig):
+    def __init__(self, compiled, dram: DramConfig, ring=None):
         prog = compiled.program
+        self.ring = ring  # a collective.RingPlan: the all-reduce run after the program
         self.compiled = compiled
         self.prog = prog
         self.dram = dram
@@ -72,7 +81,16 @@ class PE(wiring.Component):
             members[f"res_{s.name}"] = Out(dtype_shape(s.mem.dtype))
         for g in prog.groups:
             members[f"overflow_{g.name}"] = Out(1)
-        self.tag_bits = memchannel.tag_bits_for(max(1, len(self.loads)))
+        readers = len(self.loads) + (ring is not None)
+        self.tag_bits = memchannel.tag_bits_for(max(1, readers))
+        if ring is not None:
+            self.coll = RingAllReduce(ring.n, ring.p, ring.slice, ring.op, ring.dtype.bits, ring.dtype.signed,
+                                      dram.words_per_cycle, self.word_bits, addr)
+            self.unit_names.append("ring0")
+            members["pe_x"] = In(range(ring.p))
+            members[f"base_{ring.dst}"] = In(addr)
+            members["link_tx"] = Out(link_signature(ring.dtype.bits, 1))
+            members["link_rx"] = In(link_signature(ring.dtype.bits, 1))
         members["mem"] = Out(memchannel.dram_port(addr, self.word_bits, dram.words_per_cycle, self.tag_bits))
         super().__init__(members)
 
@@ -152,7 +170,24 @@ class PE(wiring.Component):
             m.d.sync += root_go.eq(0)
         with m.If(self.busy):
             m.d.sync += self.cycles.eq(self.cycles + 1)
-        with m.If(self.tree.unit.done):
+        if self.ring is None:
+            last = self.tree.unit.done
+        else:  # Seq[program, all-reduce]: the collective starts when the program is done
+            ring = self.ring
+            m.submodules.ring0 = coll = self.coll
+            m.submodules.ring_tx = tx = LinkTx(ring.dtype.bits, 1, ring.depth, ring.latency)
+            m.submodules.ring_rx = rx = LinkRx(ring.dtype.bits, 1, ring.depth, ring.latency)
+            dst = Signal(self.dram.addr_bits, name=f"base_{ring.dst}_q")
+            with m.If(self.start & ~self.busy):
+                m.d.sync += dst.eq(getattr(self, f"base_{ring.dst}"))
+            m.d.comb += [coll.go.eq(self.tree.unit.done), coll.pe_x.eq(self.pe_x),
+                         coll.src_base.eq(bases[ring.src]), coll.dst_base.eq(dst)]
+            wiring.connect(m, coll.tx, tx.i)
+            wiring.connect(m, rx.o, coll.rx)
+            wiring.connect(m, tx.link, wiring.flipped(self.link_tx))
+            wiring.connect(m, wiring.flipped(self.link_rx), rx.link)
+            last = coll.done
+        with m.If(last):
             m.d.sync += [self.busy.eq(0), self.done.eq(1)]
         m.d.comb += self.tree.unit.go.eq(root_go)
         return args, bases
@@ -247,12 +282,16 @@ class PE(wiring.Component):
     def _arbiter(self, m) -> None:
         """The arbiter sharing the DRAM channel among the tile loads and stores."""
         cfg = self.dram
-        arb = memchannel.Arbiter(len(self.loads), len(self.stores), cfg.addr_bits, self.word_bits, cfg.words_per_cycle)
+        readers, writers = list(self.loads), list(self.stores)
+        if self.ring is not None:  # the collective is one more read and write client
+            readers.append(self.coll)
+            writers.append(self.coll)
+        arb = memchannel.Arbiter(len(readers), len(writers), cfg.addr_bits, self.word_bits, cfg.words_per_cycle)
         m.submodules.arbiter = arb
-        for k, unit in enumerate(self.loads):
+        for k, unit in enumerate(readers):
             wiring.connect(m, unit.rd_req, getattr(arb, f"rd_req_{k}"))
             wiring.connect(m, unit.rd_resp, getattr(arb, f"rd_resp_{k}"))
-        for k, unit in enumerate(self.stores):
+        for k, unit in enumerate(writers):
             wiring.connect(m, unit.wr, getattr(arb, f"wr_{k}"))
             m.d.comb += unit.wr_sent.eq(getattr(arb, f"wr_sent_{k}"))
         wiring.connect(m, arb.mem, wiring.flipped(self.mem))

@@ -20,6 +20,10 @@ the same addresses of its own DRAM); `done` is high when every PE is done, `busy
 PE is busy, `cycles` counts from `start` until every PE is done; PE k's channel is
 `mem_<k>`, its results `res_<r>_<k>` and `overflow_<g>_<k>`.
 
+`Top(compiled, dram, ring=plan)` wraps one PE with a ring all-reduce (pe.py) and also has its
+`pe_x`, `base_<result>`, `link_tx` and `link_rx`: the module a mesh top (mesh_top.py)
+instantiates once per PE.
+
 Timing: the PEs' own (pe.py); with several PEs, `done` and `cycles` are combined one cycle
 later than the last PE's.
 """
@@ -39,11 +43,13 @@ from .pe import PE
 class Top(wiring.Component):
     """`pes` PEs of a compiled kernel (passes.Compiled) on `dram` channels; see the module doc."""
 
-    def __init__(self, compiled, dram: DramConfig, pes: int = 1):
+    def __init__(self, compiled, dram: DramConfig, pes: int = 1, ring=None):
         if pes < 1:
             raise ValueError("a top holds at least one PE")
-        self.compiled, self.dram = compiled, dram
-        self.pes = [PE(compiled, dram) for _ in range(pes)]
+        if ring is not None and pes != 1:
+            raise ValueError("a PE with a ring collective is wrapped one to a top (hw/mesh_top.py)")
+        self.compiled, self.dram, self.ring = compiled, dram, ring
+        self.pes = [PE(compiled, dram, ring) for _ in range(pes)]
         first = self.pes[0]
         self.plans, self.word_bits, self.unit_names = first.plans, first.word_bits, first.unit_names
         self.tag_bits = first.tag_bits
@@ -61,6 +67,9 @@ class Top(wiring.Component):
             for g in prog.groups:
                 members[f"overflow_{g.name}{suffix}"] = Out(1)
             members[f"mem{suffix}"] = Out(channel)
+        if ring is not None:
+            for name in ("pe_x", f"base_{ring.dst}", "link_tx", "link_rx"):
+                members[name] = first.signature.members[name]
         super().__init__(members)
 
     @property
@@ -85,6 +94,11 @@ class Top(wiring.Component):
             for g in prog.groups:
                 m.d.comb += getattr(self, f"overflow_{g.name}{suffix}").eq(getattr(pe, f"overflow_{g.name}"))
             memchannel.connect_flat(m, pe.mem, getattr(self, f"mem{suffix}"))
+        if self.ring is not None:
+            pe = self.pe
+            m.d.comb += [pe.pe_x.eq(self.pe_x), getattr(pe, f"base_{self.ring.dst}").eq(getattr(self, f"base_{self.ring.dst}"))]
+            wiring.connect(m, pe.link_tx, wiring.flipped(self.link_tx))
+            wiring.connect(m, wiring.flipped(self.link_rx), pe.link_rx)
         if single:
             m.d.comb += [self.done.eq(self.pe.done), self.busy.eq(self.pe.busy), self.cycles.eq(self.pe.cycles)]
             return m

@@ -1,7 +1,9 @@
 """Meshes of processing elements (SPEC section 7): the mesh and its specs (mesh.py, specs.py),
 per-PE programs (shard.py), collectives (collectives.py), their golden model (spmd.py), the
-kernel-level rules (checks.py) and their text for show_ir (show.py). Hardware for meshes is not
-built yet: building a mesh kernel raises UnsupportedError."""
+kernel-level rules (checks.py) and their text for show_ir (show.py); hardware for the programs
+it supports, an all-reduce over a ring (hardware.py: the per-PE program, the ring plan, the
+Verilog of the mesh), and their simulation (simulate.py). Other mesh programs raise
+UnsupportedError when built."""
 
 from .collectives import all_gather, all_to_all, axis_index, pmax, pmin, ppermute, psum, psum_scatter
 from .mesh import LinkConfig, Mesh, P

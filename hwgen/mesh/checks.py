@@ -1,5 +1,6 @@
-"""Kernel-level rules for meshes, applied once a kernel is traced, and the refusal to build
-hardware for a mesh kernel (not implemented yet; the golden model works).
+"""Kernel-level rules for meshes, applied once a kernel is traced, and the refusal to
+synthesize a mesh kernel (not implemented yet; build / simulate / verify work for the
+programs mesh/hardware.py supports, and the golden model for all).
 
 - Every hw.shard_map in a kernel must use the kernel's mesh (`@hw.kernel(mesh=...)`).
 - A value computed inside a shard_map body cannot be used outside it except as its result.
@@ -59,10 +60,11 @@ def _outside_bodies(program):
 
 
 def refuse_hardware(kernel, what: str) -> None:
-    """Building hardware for a mesh kernel is not implemented yet: say so, never build."""
+    """Synthesizing a mesh kernel is not implemented yet: say so, never build."""
     if kernel.mesh is None:
         return
     raise UnsupportedError(
         f"cannot {what} kernel '{kernel.name}': it runs on a mesh ({kernel.mesh.describe()}) and "
-        f"mesh hardware is not built yet; the golden model {kernel.name}(*arrays) works",
+        f"mesh hardware is not synthesized yet; {kernel.name}.verify(*arrays) simulates the "
+        f"supported mesh programs and the golden model {kernel.name}(*arrays) runs every one",
         kernel.schedule.loc)

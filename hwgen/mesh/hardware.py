@@ -1,0 +1,269 @@
+"""Hardware for mesh kernels: which shard_map programs build, and their per-PE program.
+
+Supported (everything else raises UnsupportedError with the user's line):
+
+    @hw.kernel(mesh=hw.Mesh((p,), ("x",), topology="ring" or "torus"), link=hw.LinkConfig(latency=L))
+    def k(a: hw.Array[int32, ...], ...) -> ...:
+        def body(al, ...):
+            v = <patterns over the local blocks>        # a 1-D array of n integers
+            return hw.psum(v, "x")                       # or hw.pmax / hw.pmin
+        return hw.shard_map(body, mesh=mesh, in_specs=(hw.P("x") or hw.P(), ...),
+                            out_specs=hw.P() or hw.P("x"))(a, ...)
+
+with every kernel argument an array passed straight to the shard_map, p >= 2 dividing n,
+the DRAM beat's words dividing n and link words_per_cycle 1.
+
+Each PE runs the body as an ordinary kernel program over the local blocks, whose result v
+is stored to a DRAM array `partial`; then a RingAllReduce unit (hw/collective.py) reduces v
+around the ring into the kernel's result array. Every PE has the same DRAM layout.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .. import ir
+from ..errors import UnsupportedError
+from ..lang.program import Program, Result
+from ..lang.signature import Port, raw_dtype
+from ..timing import link_depth
+from ..hw.collective import RingPlan
+from .mesh import LinkConfig
+
+OPS = {"psum": "add", "pmax": "max", "pmin": "min"}
+MIN_SLICE = 32  # the receive FIFO holds a slice of at least this many words beyond the latency
+
+
+@dataclass(frozen=True)
+class MeshPlan:
+    """A supported mesh kernel: the per-PE `program`, its `ring` (collective.RingPlan), the
+    kernel's `mesh`, each parameter's in_spec (name -> hw.P) and the result's `out_spec`."""
+
+    program: Program
+    ring: RingPlan
+    mesh: object
+    in_specs: dict
+    out_spec: object
+
+    @property
+    def p(self) -> int:
+        return self.mesh.size
+
+
+def plan(kernel, what: str) -> MeshPlan:
+    """The kernel's mesh plan, or UnsupportedError saying why its hardware cannot be built."""
+    loc = kernel.schedule.loc
+    mesh = kernel.mesh
+    prog = kernel.program
+
+    def refuse(why: str, where=None):
+        raise UnsupportedError(
+            f"cannot {what} kernel '{kernel.name}' on mesh {mesh.describe()}: {why}. Mesh hardware "
+            f"supports one hw.shard_map over a ring whose body returns hw.psum / hw.pmax / hw.pmin "
+            f"of a 1-D integer array (see docs/mesh.md); the golden model {kernel.name}(*arrays) "
+            f"works", where or loc)
+
+    if len(mesh.axis_names) != 1 or mesh.topology not in ("ring", "torus"):
+        refuse("the mesh must be one axis with topology 'ring' or 'torus'")
+    axis = mesh.axis_names[0]
+    p = mesh.size
+    if p < 2:
+        refuse("the ring needs at least 2 PEs")
+    link = kernel.link or LinkConfig()
+    if link.words_per_cycle != 1:
+        refuse("links of more than one word per cycle are not built yet")
+    if len(prog.results) != 1:
+        refuse("the kernel must have exactly one result")
+    res = prog.results[0]
+    node = res.node
+    if not isinstance(node, ir.ShardOut) or node.index != 0:
+        refuse("the kernel must return the result of a hw.shard_map directly")
+    sm = node.shard_map
+    if len(sm.body) != 1:
+        refuse("the shard_map body must return one array", sm.loc)
+    coll = sm.body[0]
+    if not isinstance(coll, ir.Collective) or coll.kind not in OPS:
+        refuse("the shard_map body must return hw.psum, hw.pmax or hw.pmin of an array", sm.loc)
+    if tuple(coll.axes) != (axis,):
+        refuse(f"the collective must run over the ring axis '{axis}'", coll.loc)
+    v = coll.operand
+    if len(v.shape) != 1:
+        refuse("the reduced value must be a 1-D array", coll.loc)
+    n = v.shape[0]
+    dtype = v.dtype
+    if dtype.is_bool:
+        refuse(f"the reduced value must be integers, not {dtype.name}", coll.loc)
+    if res.port.dtype != raw_dtype(res.port.dtype) or res.port.dtype != dtype:
+        refuse("fixed-point results are not built yet", coll.loc)
+    if n % p:
+        refuse(f"the ring size {p} must divide the reduced length {n}", coll.loc)
+    if tuple(sm.out_specs[0].entries) not in ((), ((axis,),)):
+        refuse("out_specs must be hw.P() or hw.P('{axis}')", sm.loc)
+    # the arguments: the kernel's arrays, each passed once, split on dimension 0 or replicated
+    params = {pp.name: pp for pp in prog.params}
+    if any(not pp.is_array for pp in prog.params):
+        refuse("scalar kernel parameters are not built yet")
+    if sorted(a.name for a in sm.args if isinstance(a, ir.Input)) != sorted(params) or len(sm.args) != len(params):
+        refuse("every kernel argument must be passed to the shard_map once, as it is", sm.loc)
+    rename, in_specs, local_params = {}, {}, []
+    for a, spec, inp in zip(sm.args, sm.in_specs, sm.params):
+        port = params[a.name]
+        if port.dtype != raw_dtype(port.dtype):
+            refuse("fixed-point arguments are not built yet", sm.loc)
+        if any(e is not None for e in spec.entries[1:]):
+            refuse("in_specs may split dimension 0 only", sm.loc)
+        rename[inp] = ir.Input(a.name, inp.dtype, inp.shape)
+        in_specs[a.name] = spec
+        local_params.append(Port(a.name, port.dtype, inp.shape))
+    local_params.sort(key=lambda q: [pp.name for pp in prog.params].index(q.name))
+    for sub in ir.walk(v):
+        if isinstance(sub, (ir.Collective, ir.ShardMap, ir.ShardOut)):
+            refuse("the reduced value may not use another collective or shard_map", coll.loc)
+        if isinstance(sub, ir.Param):
+            refuse(f"the body may not use {sub.name} (hw.axis_index or scalars) yet", coll.loc)
+        if isinstance(sub, ir.Input) and sub not in rename:
+            refuse("the body may read only its local blocks", coll.loc)
+    body = ir.transform(v, lambda x: rename.get(x))
+    extents = dict(prog.extents)
+    if isinstance(body, ir.Input):
+        dim = ir.Dim("%mesh_i", n)
+        extents[dim.name] = n
+        body = ir.Map((dim,), ir.Read(body, (ir.Index(dim.name),)), loc=coll.loc)
+    partial = _fresh("partial", set(params) | {res.port.name})
+    local = Program(prog.name, tuple(local_params),
+                    (Result(Port(partial, dtype, (n,)), body),), extents, prog.loc)
+    depth, most = ring_fifo(link.latency)
+    chunk = n // p
+    slice_words = max(d for d in range(1, min(chunk, most) + 1) if chunk % d == 0)
+    ring = RingPlan(n, p, slice_words, depth, link.latency, OPS[coll.kind], dtype, partial, res.port.name)
+    return MeshPlan(local, ring, mesh, in_specs, sm.out_specs[0])
+
+
+def ring_fifo(latency: int) -> tuple:
+    """(receive FIFO depth D, largest slice) for links of `latency` cycles. A slice S <= D
+    cannot deadlock (every PE's step 0 fits in its neighbour's FIFO); S <= D - L - 2 also
+    keeps the sender from waiting for credits (the step-0 words wait in the FIFO until the
+    receiver starts popping, and credits take L cycles back), so the ring runs at its
+    latency-bandwidth timing. D: the smallest power of two >= link_depth(L) and
+    >= MIN_SLICE + L + 2."""
+    need = max(link_depth(latency), MIN_SLICE + latency + 2)
+    depth = 1 << (need - 1).bit_length()
+    return depth, depth - latency - 2
+
+
+def _fresh(name: str, taken: set) -> str:
+    k = 0
+    out = name
+    while out in taken:
+        k += 1
+        out = f"{name}{k}"
+    return out
+
+
+def check_words(kernel, mp: MeshPlan, words: int, what: str) -> None:
+    """The DRAM beat (`words` words) must divide the reduced length."""
+    if mp.ring.n % words:
+        raise UnsupportedError(
+            f"cannot {what} kernel '{kernel.name}': the reduced length {mp.ring.n} must be a multiple "
+            f"of the DRAM beat ({words} words)", kernel.schedule.loc)
+
+
+def link_bound(ring: RingPlan) -> int:
+    """Cycles a one-way ring all-reduce needs at least: each PE sends 2(p-1)/p * n words."""
+    return math.ceil(2 * (ring.p - 1) * ring.n / ring.p)
+
+
+@dataclass
+class MeshDesign:
+    """A built mesh kernel: the per-PE `compiled` program, its `plan` (MeshPlan), the PE
+    `component` (hw/top.py Top with a ring), the whole `verilog` (mesh top, PE, link wire)
+    and the `report`."""
+
+    kernel: object
+    dram: object
+    compiled: object
+    plan: MeshPlan
+    component: object
+    verilog: str
+    report: dict
+    paths: dict
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+    @property
+    def program(self):
+        return self.compiled.program
+
+
+def elaborate(kernel, dram=None, what: str = "build", show_ir=None) -> MeshDesign:
+    import time
+
+    from ..dram import DramConfig
+    from ..hw.link import LinkWire
+    from ..hw.mesh_top import mesh_top_verilog, pe_ports
+    from ..hw.top import Top
+    from ..model import predict_mesh
+    from ..passes import compile
+    from ..verilog import to_verilog
+
+    started = time.perf_counter()
+    mp = plan(kernel, what)
+    dram = dram or DramConfig()
+    check_words(kernel, mp, dram.words_per_cycle, what)
+    compiled = compile(mp.program, kernel.schedule, dram.words_per_cycle, show_ir)
+    top = Top(compiled, dram, ring=mp.ring)
+    name = kernel.name
+    bits = mp.ring.dtype.bits
+    pe_v = to_verilog(top, f"{name}_pe")
+    wire_v = to_verilog(LinkWire(bits, 1, mp.ring.latency), f"{name}_wire")
+    top_v = mesh_top_verilog(name, pe_ports(top), mp.p, f"{name}_pe", f"{name}_wire", bits)
+    model = predict_mesh(compiled, dram, mp.ring)
+    ring = mp.ring
+    report = {
+        "kernel": name,
+        "schedule": kernel.schedule.describe(),
+        "mesh": {"shape": list(mp.mesh.axis_sizes), "axes": list(mp.mesh.axis_names),
+                 "topology": mp.mesh.topology, "pes": mp.p},
+        "link": {"latency": ring.latency, "words_per_cycle": 1, "fifo_depth": ring.depth},
+        "collective": {"unit": "RingAllReduce", "op": ring.op, "words": ring.n, "chunk": ring.n // ring.p,
+                       "slice": ring.slice, "rounds": ring.rounds},
+        "dram": {"latency": dram.latency, "words_per_cycle": dram.words_per_cycle,
+                 "word_bits": top.word_bits, "addr_bits": dram.addr_bits},
+        "predicted_cycles": model.cycles,
+        "roofline_cycles": model.roofline,
+        "compute_bound_cycles": model.compute_bound,
+        "memory_bound_cycles": model.memory_bound,
+        "link_bound_cycles": link_bound(ring),
+        "lanes": model.lanes,
+        "controllers": model.tree,
+        "build_seconds": round(time.perf_counter() - started, 3),
+    }
+    verilog = "\n".join((top_v, pe_v, wire_v))
+    return MeshDesign(kernel, dram, compiled, mp, top, verilog, report, {})
+
+
+def build(kernel, out_dir="rtl_out", dram=None, show_ir=None) -> MeshDesign:
+    """Write out_dir/<kernel>/<kernel>.v (mesh top, PE and link wire) and report.json."""
+    import json
+    import os
+
+    from ..verilog import waivers
+
+    design = elaborate(kernel, dram, "build", show_ir)
+    final = os.path.join(os.fspath(out_dir), kernel.name)
+    os.makedirs(final, exist_ok=True)
+    paths = {"verilog": os.path.join(final, f"{kernel.name}.v"),
+             "waivers": os.path.join(final, f"{kernel.name}.vlt"),
+             "report": os.path.join(final, "report.json")}
+    with open(paths["verilog"], "w") as f:
+        f.write(design.verilog)
+    with open(paths["waivers"], "w") as f:
+        f.write(waivers(kernel.name))
+    with open(paths["report"], "w") as f:
+        json.dump(design.report, f, indent=2)
+        f.write("\n")
+    design.paths = paths
+    return design

@@ -1,0 +1,132 @@
+"""Simulation of a mesh kernel (hardware.py): one Verilated mesh top with a DRAM model per PE.
+
+The global arguments are split by their in_specs into each PE's local arrays, written as one
+DRAM image per PE; the testbench starts the mesh once and waits for every PE's done (no
+Python per cycle); each PE's DRAM is read back, every PE's copy of the all-reduced result is
+checked to agree, and the global result is joined by out_specs (P(): PE 0's copy; P('x'):
+PE k's copy is block k).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from hwgen_sim import harness, runner
+
+from ..dram import DramConfig
+from ..errors import HwgenError, MismatchError, SimulationError, user_loc
+from ..lang.signature import check_args, to_user
+from .hardware import elaborate
+
+_DRAM_V = Path(harness.__file__).with_name("dram.v")
+
+
+def local_blocks(value: np.ndarray, spec, pe: int, p: int) -> np.ndarray:
+    """PE `pe`'s block of a global array under a 1-D mesh's spec (dimension 0 split or not)."""
+    if not spec.entries or spec.entries[0] is None:
+        return value
+    n = value.shape[0] // p
+    return value[pe * n:(pe + 1) * n]
+
+
+def timeout_cycles(predicted: int, dram: DramConfig) -> int:
+    """Cycles after which a run that has not finished is a hang (as for one PE)."""
+    return max(10 * predicted, predicted + 100_000) + 20 * (dram.latency + dram.jitter)
+
+
+def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str = "simulate"):
+    from ..simulate import SimResult
+
+    loc = user_loc()
+    values = check_args(kernel.name, kernel.params, tuple(args))
+    dram = dram or DramConfig()
+    t0 = time.perf_counter()
+    design = elaborate(kernel, dram, what)
+    sources = {f"{design.name}.v": design.verilog, "hwgen_tb.v": harness.mesh_tb_verilog(design),
+               "hwgen_dram.v": _DRAM_V.read_text()}
+    try:
+        build_dir, hit = runner.build(sources)
+    except runner.ToolError as e:
+        raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
+    t1 = time.perf_counter()
+    mp = design.plan
+    p = mp.p
+    layout = harness.MeshLayout(design)
+    work = Path(tempfile.mkdtemp(prefix=f"hwgen-{kernel.name}-"))
+    try:
+        images = []
+        for k in range(p):
+            local = {name: local_blocks(values[name], mp.in_specs[name], k, p) for name in mp.in_specs}
+            images.append(layout.image(local))
+            harness.write_hex(work / f"dram_in.hex.{k}", images[-1], layout.word_bits)
+        predicted = design.report["predicted_cycles"]
+        timeout = timeout_cycles(predicted, dram)
+        config = {"inputs": {f"base_{name}": base for name, base in layout.bases.items()}, "results": [],
+                  "timeout_cycles": timeout, "monitor": [], "runs": 1}
+        (work / "config.json").write_text(json.dumps(config))
+        plusargs = [f"+DRAM_IN={work / 'dram_in.hex'}", f"+DRAM_OUT={work / 'dram_out.hex'}",
+                    f"+DRAM_LATENCY={dram.latency}", f"+DRAM_JITTER={dram.jitter}",
+                    f"+DRAM_SEED={(seed or 0) * 2654435761 % (1 << 31) + 1}"]
+        env = {"HWGEN_SIM_CONFIG": str(work / "config.json"), "HWGEN_SIM_RESULT": str(work / "result.json")}
+        try:
+            runner.run(build_dir, work, plusargs, env)
+        except runner.ToolError as e:
+            raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
+        result = json.loads((work / "result.json").read_text())
+        if result.get("timeout"):
+            bits = result.get("pe_done", 0)
+            stalled = [k for k in range(p) if not (bits >> k) & 1]
+            raise SimulationError(
+                f"kernel '{kernel.name}' did not finish within {timeout} cycles (predicted {predicted}): "
+                f"the mesh hangs; PE(s) {', '.join(map(str, stalled))} of {p} not done (each PE runs "
+                f"its program, then ring0, the RingAllReduce)", loc)
+        if result["fault"]:
+            raise SimulationError(f"kernel '{kernel.name}' accessed DRAM outside the simulated memory", loc)
+        if result["measured"] != result["cycles"]:
+            raise SimulationError(f"kernel '{kernel.name}': its cycle counter says {result['cycles']} but "
+                                  f"{result['measured']} clock cycles passed", loc)
+        copies = []
+        for k in range(p):
+            after = harness.read_hex(work / f"dram_out.hex.{k}", len(images[k]))
+            outs, stray = layout.read_outputs(images[k], after)
+            if len(stray):
+                raise SimulationError(f"kernel '{kernel.name}': PE {k} wrote DRAM outside its result "
+                                      f"({len(stray)} words, first at word {int(stray[0])})", loc)
+            copies.append(outs[mp.ring.dst])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for k in range(1, p):
+        if not np.array_equal(copies[k], copies[0]):
+            i = int(np.argwhere(copies[k] != copies[0])[0][0])
+            raise MismatchError(f"kernel '{kernel.name}': PE {k}'s all-reduced result differs from PE 0's at "
+                                f"local index {i}: {copies[k][i]} vs {copies[0][i]}", mp.ring.dst, (i,),
+                                copies[0][i], copies[k][i], loc)
+    spec = mp.out_spec
+    glob = copies[0] if not spec.entries else np.concatenate(copies)
+    port = kernel.results[0]
+    t2 = time.perf_counter()
+    return SimResult(outputs=to_user(port, glob), cycles=result["cycles"], predicted_cycles=predicted,
+                     roofline_cycles=design.report["roofline_cycles"], build_seconds=t1 - t0,
+                     sim_seconds=t2 - t1, run_seconds=result.get("run_seconds", 0.0), cache_hit=hit,
+                     design=design)
+
+
+def verify(kernel, args, dram: DramConfig | None = None, seed=None):
+    loc = user_loc()
+    expected = np.asarray(kernel(*args))
+    sim = simulate(kernel, args, dram=dram, seed=seed, what="verify")
+    got = np.asarray(sim.outputs)
+    if expected.shape != got.shape or not np.array_equal(expected, got):
+        diff = np.argwhere(expected != got) if expected.shape == got.shape else np.zeros((1, expected.ndim), int)
+        index = tuple(int(i) for i in diff[0])
+        port = kernel.results[0]
+        raise MismatchError(f"kernel '{kernel.name}': output '{port.name}' differs from the golden model at "
+                            f"index {index}: expected {expected[index]}, got {got[index]}", port.name, index,
+                            expected[index], got[index], loc)
+    return sim

@@ -1,0 +1,152 @@
+"""Mesh hardware in Verilator: a shard_map whose body all-reduces a local array over a ring
+(hw.psum / hw.pmax) runs on p PEs, each with its own DRAM model, joined by link hardware.
+Results are bit-exact with the golden model and with numpy; cycles are as predicted."""
+
+import numpy as np
+import pytest
+
+import hwgen as hw
+from hwgen import int16, int32
+from hwgen.dram import DramConfig
+
+pytestmark = pytest.mark.rtl
+
+RNG = np.random.default_rng(7)
+
+
+def wide(n):
+    """int32 values spread over the whole range: products and sums wrap around."""
+    return RNG.integers(-2**31, 2**31, size=n, dtype=np.int64).astype(np.int32)
+
+
+def dot_kernel(p, n, latency, op="psum", topology="ring", out=None):
+    mesh = hw.Mesh((p,), ("x",), topology=topology)
+    N = n * p
+
+    @hw.kernel(mesh=mesh, link=hw.LinkConfig(latency=latency), tile={"i": 16})
+    def prod(a: hw.Array[int32, N], b: hw.Array[int32, N]):
+        def body(al, bl):
+            return getattr(hw, op)(hw.map(n, lambda i: al[i] * bl[i]), "x")
+        return hw.shard_map(body, mesh=mesh, in_specs=(hw.P("x"), hw.P("x")),
+                            out_specs=out or hw.P())(a, b)
+    return prod
+
+
+def check(sim, expected):
+    np.testing.assert_array_equal(sim.outputs, expected)
+    assert sim.predicted_cycles == sim.cycles
+    report = sim.design.report
+    assert sim.roofline_cycles == max(report["link_bound_cycles"], report["compute_bound_cycles"],
+                                      report["memory_bound_cycles"])
+
+
+def test_ring2_psum_of_products_wraps_bit_exact_and_cycles_as_predicted():
+    p, n = 2, 256
+    k = dot_kernel(p, n, latency=1)
+    a, b = wide(n * p), wide(n * p)
+    with np.errstate(over="ignore"):
+        want = (a * b).reshape(p, n).sum(0, dtype=np.int32)
+    sim = k.verify(a, b)                       # against the golden model
+    check(sim, want)                           # and numpy
+    assert sim.design.report["collective"]["rounds"] == 4   # chunks of 128 in slices of 32
+    slow = k.verify(a, b, dram=DramConfig(latency=37))      # same build, another DRAM latency
+    check(slow, want)
+    assert slow.cycles > sim.cycles
+    jittery = k.verify(a, b, dram=DramConfig(jitter=9), seed=3)   # backpressure everywhere
+    np.testing.assert_array_equal(jittery.outputs, want)
+
+
+def test_ring4_int16_psum_of_column_sums_in_slices_out_spec_split():
+    p, rows, n = 4, 8, 256
+    mesh = hw.Mesh((p,), ("x",), topology="ring")
+
+    @hw.kernel(mesh=mesh, link=hw.LinkConfig(latency=8), tile={"j": 64})
+    def colsum(x: hw.Array[int16, p * rows, n]):
+        def body(xl):
+            return hw.psum(hw.map(n, lambda j: hw.sum(rows, lambda i: xl[i, j])), "x")
+        return hw.shard_map(body, mesh=mesh, in_specs=hw.P("x", None), out_specs=hw.P("x"))(x)
+
+    x = RNG.integers(-2**15, 2**15, size=(p * rows, n)).astype(np.int16)
+    total = x.sum(0, dtype=np.int16)          # wraps in int16, as hw.psum does
+    sim = colsum.verify(x)
+    check(sim, np.tile(total, p))
+    ring = sim.design.report["collective"]
+    assert (ring["chunk"], ring["slice"], ring["rounds"]) == (64, 32, 2)
+
+
+def test_ring8_torus_pmax_latency_bound():
+    p, n = 8, 64
+    k = dot_kernel(p, n, latency=8, op="pmax", topology="torus")
+    a, b = wide(n * p), wide(n * p)
+    with np.errstate(over="ignore"):
+        want = (a * b).reshape(p, n).max(0)
+    sim = k.verify(a, b)
+    check(sim, want)
+    assert sim.design.report["collective"]["slice"] == 8    # shorter than a hop: latency bound
+
+
+def test_pmin_of_the_local_block_itself_one_word_chunks():
+    mesh = hw.Mesh((4,), ("r",), topology="ring")
+
+    @hw.kernel(mesh=mesh, link=hw.LinkConfig(latency=1))
+    def tiny(x: hw.Array[int32, 16]) -> hw.Array[int32, 4]:
+        return hw.shard_map(lambda b: hw.pmin(b, "r"), mesh=mesh, in_specs=hw.P("r"), out_specs=hw.P())(x)
+
+    x = wide(16)
+    sim = tiny.verify(x)
+    check(sim, x.reshape(4, 4).min(0))
+    assert sim.design.report["collective"]["slice"] == 1
+
+
+def test_unsupported_mesh_programs_still_raise_with_the_users_line():
+    mesh = hw.Mesh((4,), ("x",), topology="ring")
+
+    @hw.kernel(mesh=mesh)  # L:unsupported
+    def k(a: hw.Array[int32, 64]):
+        return hw.shard_map(lambda b: hw.psum(b, "x") + b, mesh=mesh, in_specs=hw.P("x"), out_specs=hw.P("x"))(a)
+
+    for method in ("build", "elaborate"):
+        with pytest.raises(hw.UnsupportedError) as e:
+            getattr(k, method)()
+        assert "must return hw.psum, hw.pmax or hw.pmin of an array" in e.value.message
+    with pytest.raises(hw.UnsupportedError):
+        k.verify(np.zeros(64, np.int32))
+    mesh2 = hw.Mesh((2, 2), ("x", "y"))
+
+    @hw.kernel(mesh=mesh2)  # L:unsupported2
+    def k2(a: hw.Array[int32, 16]):
+        return hw.shard_map(lambda b: hw.psum(b, ("x", "y")), mesh=mesh2, in_specs=hw.P(("x", "y")),
+                            out_specs=hw.P())(a)
+
+    with pytest.raises(hw.UnsupportedError) as e:
+        k2.simulate(np.zeros(16, np.int32))
+    assert "one axis with topology 'ring' or 'torus'" in e.value.message
+    assert e.value.file == __file__
+    assert open(__file__).read().splitlines()[e.value.line - 1].endswith("# L:unsupported2")
+    with pytest.raises(hw.UnsupportedError):   # synthesis of a mesh is not built
+        dot_kernel(2, 64, 1).synthesize()
+
+
+def test_mesh_verilog_lints_clean_and_every_pe_is_one_module(tmp_path):
+    from hwgen_sim import runner
+
+    design = dot_kernel(4, 64, 8).build(out_dir=tmp_path)
+    text = design.verilog
+    assert text.count("module prod_pe(") == 1 and text.count("  prod_pe pe") == 4
+    assert ".pe_x(2'd3)" in text
+    warnings = runner.lint(design.paths["verilog"], design.paths["waivers"])
+    assert "%Warning" not in warnings and "%Error" not in warnings, warnings
+
+
+def test_a_hang_names_the_pes_not_done(monkeypatch):
+    """A run that outlives its timeout is a hang, and the error names the PEs not done (here
+    the timeout is cut to 60 cycles, while the PEs are still loading; the build is the ring-of-2
+    test's)."""
+    import hwgen.mesh.simulate as mesh_sim
+
+    monkeypatch.setattr(mesh_sim, "timeout_cycles", lambda predicted, dram: 60)
+    k = dot_kernel(2, 256, 1)
+    with pytest.raises(hw.SimulationError) as e:
+        k.simulate(wide(512), wide(512))
+    assert "did not finish within 60 cycles" in e.value.message
+    assert "the mesh hangs; PE(s) 0, 1 of 2 not done" in e.value.message
