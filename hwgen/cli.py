@@ -138,8 +138,19 @@ def app_inputs(module, kernel: Kernel, seed: int, path: str):
     return tuple(value) if isinstance(value, (tuple, list)) else (value,)
 
 
+def _elaborate(kernel, show_ir):
+    """The kernel's design in memory (a mesh kernel's through hwgen/mesh/hardware.py)."""
+    from .build import elaborate
+
+    if kernel.mesh is not None:
+        from .mesh import hardware
+
+        return hardware.elaborate(kernel, None, "build", show_ir)
+    return elaborate(kernel, show_ir=show_ir)
+
+
 def cmd_build(args) -> int:
-    from .build import elaborate, write
+    from .build import write
 
     module = load_app(args.app)
     built = []
@@ -147,7 +158,7 @@ def cmd_build(args) -> int:
         t = time.perf_counter()
         if args.show_ir:
             print(k.show_ir(), flush=True)
-        built.append((k, elaborate(k, show_ir=args.show_ir or None), time.perf_counter() - t))
+        built.append((k, _elaborate(k, args.show_ir or None), time.perf_counter() - t))
     for k, design, seconds in built:
         try:
             design = write(k, design, args.out)

@@ -76,15 +76,15 @@ class Kernel:
             return hardware.build(self, out_dir=out_dir, dram=dram, show_ir=show_ir)
         return build(self, out_dir=out_dir, dram=dram, show_ir=show_ir)
 
-    def elaborate(self, dram=None):
+    def elaborate(self, dram=None, show_ir=None):
         """The hardware design in memory (no files written): a `build.Design`."""
         from .build import elaborate
 
         if self.mesh is not None:
             from .mesh import hardware
 
-            return hardware.elaborate(self, dram, "elaborate")
-        return elaborate(self, dram=dram)
+            return hardware.elaborate(self, dram, "elaborate", show_ir)
+        return elaborate(self, dram=dram, show_ir=show_ir)
 
     def simulate(self, *args, waves=False, dram=None, seed=None, monitor=None, target=None):
         """Run the hardware in Verilator; returns a `SimResult` (see simulate.py).

@@ -246,24 +246,8 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None) -> MeshDesig
 
 
 def build(kernel, out_dir="rtl_out", dram=None, show_ir=None) -> MeshDesign:
-    """Write out_dir/<kernel>/<kernel>.v (mesh top, PE and link wire) and report.json."""
-    import json
-    import os
+    """Write out_dir/<kernel>/<kernel>.v (mesh top, PE and link wire) and report.json, all at
+    once (build.write: a failure leaves nothing behind)."""
+    from ..build import write
 
-    from ..verilog import waivers
-
-    design = elaborate(kernel, dram, "build", show_ir)
-    final = os.path.join(os.fspath(out_dir), kernel.name)
-    os.makedirs(final, exist_ok=True)
-    paths = {"verilog": os.path.join(final, f"{kernel.name}.v"),
-             "waivers": os.path.join(final, f"{kernel.name}.vlt"),
-             "report": os.path.join(final, "report.json")}
-    with open(paths["verilog"], "w") as f:
-        f.write(design.verilog)
-    with open(paths["waivers"], "w") as f:
-        f.write(waivers(kernel.name))
-    with open(paths["report"], "w") as f:
-        json.dump(design.report, f, indent=2)
-        f.write("\n")
-    design.paths = paths
-    return design
+    return write(kernel, elaborate(kernel, dram, "build", show_ir), out_dir)
