@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import collections
 import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
 from .gen import KNOWN_BUGS, generate
 from .minimize import minimize
 from .render import render
-from .run import FINDINGS, check
+from .run import FINDINGS, check, sim_variant
 
 
 class Stats:
@@ -54,8 +56,31 @@ def campaign(seed, programs, start=0, schedules=3, rtl_every=0, minimize_s=120.0
              include_known=False, out=None, log=print, kinds=None) -> Stats:
     excluded = frozenset() if include_known else frozenset(KNOWN_BUGS)
     st = Stats()
+    old = signal.signal(signal.SIGTERM, _interrupt) if threading.current_thread() is threading.main_thread() else None
+    try:
+        _loop(st, seed, programs, start, schedules, rtl_every, minimize_s, time_limit, excluded, out, log, kinds)
+    except KeyboardInterrupt:
+        log("interrupted: the counts below are for the programs finished so far")
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGTERM, old)
+    report(st, seed, log)
+    return st
+
+
+def _interrupt(*_):
+    raise KeyboardInterrupt
+
+
+def _loop(st, seed, programs, start, schedules, rtl_every, minimize_s, time_limit, excluded, out, log, kinds):
     seen = collections.Counter()
     for index in range(start, start + programs):
+        if index > start and (index - start) % 100 == 0:
+            c = st.c
+            log(f"... {index - start} programs, {time.time() - st.t0:.0f} s: {c['schedules']} schedules, "
+                f"{c['refused']} refused, {c['verilator']} Verilator runs, findings "
+                f"{sum(c[k] for k in FINDINGS)}")
+            sys.stdout.flush()
         if time_limit and time.time() - st.t0 > time_limit:
             log(f"time limit reached after {index - start} programs")
             break
@@ -63,6 +88,9 @@ def campaign(seed, programs, start=0, schedules=3, rtl_every=0, minimize_s=120.0
         coverage(prog, st.cov)
         rtl = bool(rtl_every) and index % rtl_every == 0
         o = check(prog, seed, index, n_schedules=schedules, rtl=rtl, excluded=excluded)
+        for k in o.notes:
+            if k[0].startswith("variant:"):
+                st.cov[k[0]] += 1
         st.c["programs"] += 1
         for k, v in o.notes:
             st.c[k] += v
@@ -82,16 +110,13 @@ def campaign(seed, programs, start=0, schedules=3, rtl_every=0, minimize_s=120.0
             detail = again.detail or o.detail
         else:
             detail = o.detail
-        src = render(small, ssched)
+        src = render(small, ssched, variant=sim_variant(seed, index))
         st.findings.append((o.cls, index, detail, src))
         log(f"---- finding {o.cls}, seed {seed} program {index}: {detail}\n" + _kernel_part(src))
         if out:
             Path(out).mkdir(parents=True, exist_ok=True)
             (Path(out) / f"{o.cls}_s{seed}_p{index}.py").write_text(src)
-        if index % 50 == 0:
-            sys.stdout.flush()
-    report(st, seed, log)
-    return st
+        sys.stdout.flush()
 
 
 def _kernel_part(src: str) -> str:
@@ -109,6 +134,8 @@ def report(st: Stats, seed, log=print):
         ("schedules tried", c["schedules"]), ("refused (HwgenError)", c["refused"]),
         ("excluded (known bugs)", sum(v for k, v in c.items() if k.startswith("excluded:"))),
         ("Verilator runs", c["verilator"]), ("Verilator passes", c["verilator-pass"]),
+        ("  of them with DRAM jitter (cycles not compared)", c["variant:jitter"]),
+        ("  of them run twice without a reset", c["variant:runs2"]),
     ] + [(f"finding: {k}", c[k]) for k in FINDINGS]
     w = max(len(r[0]) for r in rows)
     log("\n==== fuzz summary")

@@ -87,6 +87,8 @@ def numpy_type(fn, *ts):
         for u in ts:
             if is_weak(t) and not is_weak(u) and not fits(t, u):
                 return None
+            if not is_weak(t) and not is_weak(u) and np.result_type(t, u).kind not in "iub":
+                return None  # numpy compares int64 with uint64 exactly, but promotes them to float64
     try:
         with np.errstate(all="ignore"):
             r = fn(*[sample(t) for t in ts])
@@ -401,11 +403,21 @@ class Gen:
             cols = r.choice([2, 4, 8])
             p.extra["cols"] = cols
             p.body = self.rowexpr(p.dims[0][0], cols, 2)
+            while is_weak(p.body.t):
+                p.body = self.rowexpr(p.dims[0][0], cols, 2)
             p.rop = r.choice(["+", "max", "min", "^"])
         elif kind == "slice":
             n = r.choice([3, 4, 6, 8])
             p.extra["n"] = n
             p.body = self.sliceexpr(n, 2)
+            while is_weak(p.body.t):
+                p.body = self.sliceexpr(n, 2)
+        elif kind == "bcast":
+            m, n = r.choice([2, 3, 4, 8]), r.choice([2, 4, 5, 8])
+            p.extra.update(m=m, n=n)
+            p.body = self.bcastexpr(m, n, 2)
+            while is_weak(p.body.t):
+                p.body = self.bcastexpr(m, n, 2)
         elif kind == "matmul":
             m, k, n = (r.choice([2, 3, 4, 8]) for _ in range(3))
             dt = r.choice(self.palette)
@@ -509,6 +521,35 @@ class Gen:
                 return Ex(op if op in ("max", "min") else "bin", (a, b), () if op in ("max", "min") else (op,), t)
         return self.sliceexpr(n, 0)
 
+    def bcastexpr(self, m, n, depth):
+        """Array arithmetic with numpy broadcasting: (m, n) arrays, (n, m) arrays transposed,
+        (n,) vectors, Python ints."""
+        r = self.r
+        if depth <= 0 or r.random() < 0.3:
+            x = r.random()
+            if x < 0.4:
+                arr = self.new_array(2, None, (m, n))
+                return Ex("vec", (), (arr.name,), np.dtype(arr.dtype))
+            if x < 0.6:
+                arr = self.new_array(2, None, (n, m))
+                return Ex("tr", (), (arr.name,), np.dtype(arr.dtype))
+            if x < 0.85:
+                arr = self.new_array(1, None, (n,))
+                return Ex("vec", (), (arr.name,), np.dtype(arr.dtype))
+            c = r.choice([1, 2, 3, -1])
+            return Ex("lit", (), (c,), ("w", c, c))
+        for _ in range(8):
+            op = r.choice(["+", "-", "*", "&", "^", "max", "min"])
+            a, b = self.bcastexpr(m, n, depth - 1), self.bcastexpr(m, n, depth - 1)
+            if is_weak(a.t) and is_weak(b.t):
+                continue
+            fn = np.maximum if op in ("max", "min") else _PYOP[op]
+            t = numpy_type(fn, a.t, b.t)
+            if t is not None:
+                return Ex(op if op in ("max", "min") else "bin", (a, b), () if op in ("max", "min") else (op,), t)
+        arr = self.new_array(2, None, (m, n))
+        return Ex("vec", (), (arr.name,), np.dtype(arr.dtype))
+
     def multifold(self, p):
         r = self.r
         nd = 2 if r.random() < 0.25 else 1
@@ -542,6 +583,22 @@ class Gen:
                 w = Ex("bin", (d, lit(K - 1)), ("&",), d.t)
             else:
                 w = Ex("min", (Ex("max", (d, lit(0)), (), d.t), lit(K - 1)), (), d.t)
+        if x > 0.85:  # the nearest of K candidates, as in k-means
+            e = self.var(K)
+            body = self.strong(vs + [e], 2)
+            if body.t.itemsize == 8 or body.t == np.dtype(bool):
+                body = Ex("cast", (body,), ("int32",), np.dtype("int32"))
+            w = Ex("argmin", (body,), (r.choice(["argmin", "argmax"]), e, K), np.dtype("int64"))
+        if not rowd and r.random() < 0.25:  # a 2-D accumulator, one element per point
+            K2 = r.choice([2, 3, 4])
+            shape = (K, K2)
+            v2 = r.choice(vs)
+            w2 = Ex("bin", (Ex("idx", (), (v2,), ("w", 0, self.ext[v2] - 1)), Ex("lit", (), (K2,), ("w", K2, K2))), ("%",),
+                    ("w", 0, K2 - 1))
+            w = Ex("tuple", (w, w2), (), None)
+            if init is not None:
+                self.arrays[init].fixed_shape = shape
+                self.arrays[init].ndim = 2
         p.extra.update(K=K, shape=shape, dtype=dt.name, init=init, where=w)
         if rowd:
             e = self.var(shape[1])
@@ -556,7 +613,7 @@ class Gen:
 
 
 KINDS = {  # pattern kind -> weight
-    "map": 6, "reduce": 4, "mapreduce": 3, "rowmap": 1, "rowreduce": 1, "slice": 1, "matmul": 1,
+    "bcast": 1, "map": 6, "reduce": 4, "mapreduce": 3, "rowmap": 1, "rowreduce": 1, "slice": 1, "matmul": 1,
     "multifold": 2, "filter": 2, "flatmap": 2, "groupby": 2, "argmin": 1, "argmax": 1, "scalar": 1,
 }
 FX_KINDS = {"map": 4, "reduce": 2, "mapreduce": 2, "argmax": 1, "argmin": 1}

@@ -120,6 +120,10 @@ class Renderer:
                 self.ext[v] = e
             if "rowvar" in pat.extra:
                 self.ext[pat.extra["rowvar"]] = pat.extra["shape"][1]
+            for e in self._exprs(pat):
+                for n in e.walk():
+                    if n.op == "argmin":
+                        self.ext[n.a[1]] = n.a[2]
         self.shapes = self._shapes()
 
     # --- shapes of the arrays actually used
@@ -154,7 +158,7 @@ class Renderer:
                 for ax, (v, c, off) in enumerate(n.a[1]):
                     hi = off if v is None else (off if c == -1 else c * (self.ext[v] - 1) + off)
                     cur[ax] = max(cur[ax], hi + 1)
-            elif n.op in ("row", "vec", "slice"):
+            elif n.op in ("row", "vec", "slice", "tr"):
                 used.add(n.a[0])
                 if n.op == "row":
                     cur = need.setdefault(n.a[0], [1, 1])
@@ -222,6 +226,15 @@ class Renderer:
             return f"{e.a[0]}[{e.a[1]}, :]"
         if op == "vec":
             return e.a[0]
+        if op == "tr":
+            return f"{e.a[0]}.T"
+        if op == "tuple":
+            return "(" + ", ".join(r(k) for k in e.kids) + ")"
+        if op == "argmin":
+            which, v, n = e.a
+            if ref:
+                return f"np.int64(np.{which}(np.array([{r(e.kids[0])} for {v} in range({n})])))"
+            return f"hw.{which}(hw.map({n}, lambda {v}: {r(e.kids[0])}))"
         if op == "slice":
             _, a, b, s = e.a
             return f"{e.a[0]}[{a}:{b}" + (f":{s}]" if s != 1 else "]")
@@ -263,7 +276,7 @@ class Renderer:
             return f"hw.map({self.dom(p.dims)}, {self.lam(p.dims)}: {ex(p.body)})"
         if p.kind == "rowreduce":
             return self.hw_red(p.rop, p.dims, ex(p.body))
-        if p.kind in ("slice", "scalar"):
+        if p.kind in ("slice", "scalar", "bcast"):
             return ex(p.body)
         if p.kind == "matmul":
             return f"{x['a']}{'.T' if x['ta'] else ''} @ {x['b']}"
@@ -308,7 +321,7 @@ class Renderer:
             return f"np.array([{ex(p.body)} {self.loops(p.dims)}])"
         if p.kind == "rowreduce":
             return f"fold({self.ref_op(p.rop)}, [{ex(p.body)} {self.loops(p.dims)}])"
-        if p.kind in ("slice", "scalar"):
+        if p.kind in ("slice", "scalar", "bcast"):
             return ex(p.body)
         if p.kind == "matmul":
             return f"{x['a']}{'.T' if x['ta'] else ''} @ {x['b']}"
@@ -346,7 +359,7 @@ class Renderer:
         raise ValueError(p.kind)
 
     # --- the whole file
-    def source(self, schedule=None, input_seed=None) -> str:
+    def source(self, schedule=None, input_seed=None, variant=None) -> str:
         arrs, scal = self.params()
         seed = self.p.input_seed if input_seed is None else input_seed
         sig = [f"{a.name}: hw.Array[{hw_dtype(a.dtype)}, {', '.join(map(str, self.shapes[a.name]))}]" for a in arrs]
@@ -354,7 +367,9 @@ class Renderer:
         names = [a.name for a in arrs] + scal
         outs = [o for p in self.p.pats for o in p.outs]
         sched = schedule or {"tile": {}, "par": {}, "metapipeline": False}
-        lines = [PRELUDE, "", f"SCHEDULE = {sched!r}", "", "",
+        variant, dram = variant or ("plain", {"latency": 20, "words_per_cycle": 4, "jitter": 0})
+        lines = [PRELUDE, "", f"SCHEDULE = {sched!r}", f"DRAM = {dram!r}  # Verilator's DRAM model",
+                 f"RUNS = {2 if variant == 'runs2' else 1}  # runs without a reset in between", "", "",
                  f"@hw.kernel(tile=SCHEDULE['tile'], par=SCHEDULE['par'], metapipeline=SCHEDULE['metapipeline'])",
                  f"def {self.p.name}({', '.join(sig)}):"]
         for p in self.p.pats:
@@ -402,12 +417,13 @@ if __name__ == "__main__":  # golden model vs reference, then Verilator with `--
         same = np.asarray(g).dtype == np.asarray(w).dtype and np.array_equal(g, w)
         print(f"result {k}: {'ok' if same else 'MISMATCH'}\\n  golden    {g!r}\\n  reference {w!r}")
     if "--rtl" in sys.argv:
-        r = kernel.simulate(*args)
+        from hwgen.simulate import simulate
+        r = simulate(kernel, args, dram=hw.DramConfig(**DRAM), runs=RUNS)
         sim = r.outputs if isinstance(r.outputs, tuple) else (r.outputs,)
         for k, (g, s) in enumerate(zip(got, sim)):
             print(f"result {k} in Verilator: {'ok' if np.array_equal(g, s) else 'MISMATCH'}\\n  {s!r}")
         print(f"cycles {r.cycles}, predicted {r.predicted_cycles}")'''
 
 
-def render(prog: Prog, schedule=None, input_seed=None) -> str:
-    return Renderer(prog).source(schedule, input_seed)
+def render(prog: Prog, schedule=None, input_seed=None, variant=None) -> str:
+    return Renderer(prog).source(schedule, input_seed, variant)

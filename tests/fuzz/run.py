@@ -18,6 +18,7 @@ import hwgen as hw
 from hwgen import loop_interp
 from hwgen.build import loop_program
 from hwgen.lang.signature import check_args, to_user
+from hwgen.simulate import simulate
 
 from .gen import KNOWN_BUGS, Prog
 from .render import render
@@ -36,6 +37,7 @@ class Outcome:
         self.detail = ""
         self.schedule = None
         self.notes = []          # (counter, value) pairs for the statistics
+        self.variant = None      # the Verilator run's (variant, DramConfig)
 
     def finding(self, cls, detail, schedule=None):
         if self.cls is None:
@@ -101,6 +103,21 @@ def random_schedule(r: random.Random, kernel, prog: Prog) -> dict:
     return {"tile": tile, "par": par, "metapipeline": r.random() < 0.6}
 
 
+def sim_variant(seed, index):
+    """How program `index` runs in Verilator: (variant, DRAM settings). Most runs on the default
+    DRAM or another latency and width, where cycles must match the model; some twice without a
+    reset ("runs2"); some with random jitter (extra latency, refused beats; cycles not compared)."""
+    r = random.Random(seed * 31 + index + 1)
+    x = r.random()
+    variant = "plain" if x < 0.6 else "runs2" if x < 0.8 else "jitter"
+    dram = {"latency": 20, "words_per_cycle": 4, "jitter": 0}
+    if variant != "plain" or r.random() < 0.5:
+        dram.update(latency=r.choice([1, 2, 5, 20, 60]), words_per_cycle=r.choice([1, 2, 4, 8]))
+    if variant == "jitter":
+        dram["jitter"] = r.choice([1, 3, 7, 30])
+    return variant, dram
+
+
 def excluded_schedule(prog: Prog, schedule: dict, excluded) -> str | None:
     """The known bug a schedule would hit, if its exclusion is on."""
     if "collect-2d-split" in excluded:
@@ -117,7 +134,7 @@ def check(prog: Prog, seed: int, index: int, n_schedules=2, rtl=False, fixed_sch
     """Everything for one program. fixed_schedule: check only that schedule (the minimizer);
     only: stop at the stage that gives this finding class."""
     out = Outcome()
-    source = render(prog)
+    source = render(prog, variant=sim_variant(seed, index))
     try:
         mod = load(source, prog.name)
     except hw.HwgenError as e:
@@ -190,8 +207,13 @@ def check(prog: Prog, seed: int, index: int, n_schedules=2, rtl=False, fixed_sch
         return out
     sched, k = accepted[-1]
     out.note("verilator")
+    # most runs as documented (cycles must match the model); some run twice without a reset,
+    # some on a DRAM with random jitter (extra latency, refused beats: cycles not compared)
+    variant, dram = sim_variant(seed, index)
+    out.note("variant:" + variant)
+    out.variant = (variant, dram)
     try:
-        sim = k.simulate(*args)
+        sim = simulate(k, args, dram=hw.DramConfig(**dram), seed=index, runs=2 if variant == "runs2" else 1)
     except hw.SimulationError as e:
         out.finding("sim-error", str(e), sched)
         return out
@@ -208,7 +230,7 @@ def check(prog: Prog, seed: int, index: int, n_schedules=2, rtl=False, fixed_sch
         out.finding("hw-mismatch", d, sched)
         return out
     out.note("verilator-pass")
-    if sim.cycles != sim.predicted_cycles:
+    if variant != "jitter" and sim.cycles != sim.predicted_cycles:
         out.finding("model-miss", f"measured {sim.cycles} cycles, predicted {sim.predicted_cycles}", sched)
     return out
 
