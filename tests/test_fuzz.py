@@ -25,7 +25,7 @@ def test_fuzz_golden_and_loop_ir():
 
 @pytest.mark.rtl
 def test_fuzz_verilator():
-    # three programs through Verilator, chosen for speed (small, single results)
-    stats = campaign(seed=7, programs=3, schedules=2, rtl_every=1, minimize_s=0, log=lambda *a: None)
-    assert stats.c["verilator"] >= 2
+    # two small programs of one result each (a map and a filter) through Verilator
+    stats = campaign(seed=1, programs=2, schedules=2, rtl_every=1, minimize_s=0, log=lambda *a: None)
+    assert stats.c["verilator"] == 2
     _clean(stats, FINDINGS)

@@ -136,6 +136,8 @@ def report(st: Stats, seed, log=print):
         ("Verilator runs", c["verilator"]), ("Verilator passes", c["verilator-pass"]),
         ("  of them with DRAM jitter (cycles not compared)", c["variant:jitter"]),
         ("  of them run twice without a reset", c["variant:runs2"]),
+        ("model short under metapipelining (documented; runs, total cycles)",
+         f"{c['model-short-metapipeline']}, {c['model-short-cycles']}"),
     ] + [(f"finding: {k}", c[k]) for k in FINDINGS]
     w = max(len(r[0]) for r in rows)
     log("\n==== fuzz summary")

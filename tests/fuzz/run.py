@@ -231,7 +231,14 @@ def check(prog: Prog, seed: int, index: int, n_schedules=2, rtl=False, fixed_sch
         return out
     out.note("verilator-pass")
     if variant != "jitter" and sim.cycles != sim.predicted_cycles:
-        out.finding("model-miss", f"measured {sim.cycles} cycles, predicted {sim.predicted_cycles}", sched)
+        if sched["metapipeline"] and sim.cycles > sim.predicted_cycles:
+            # documented (docs/hardware.md, "The cycle model"): transfers of different stages of a
+            # metapipeline share the channel, and the model can come out a few cycles short
+            out.note("model-short-metapipeline")
+            out.note("model-short-cycles", sim.cycles - sim.predicted_cycles)
+            out.note("model-short-permille-max:%d" % (1000 * (sim.cycles - sim.predicted_cycles) // sim.cycles))
+        else:
+            out.finding("model-miss", f"measured {sim.cycles} cycles, predicted {sim.predicted_cycles}", sched)
     return out
 
 
