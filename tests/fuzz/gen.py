@@ -227,6 +227,9 @@ class Gen:
         if self.fixed:
             if x < 0.75:
                 return self.ref(vars_)
+            if r.random() < 0.3:
+                c = r.choice([-3, -1, 2, 3, 10])
+                return Ex("lit", (), (c,), "fx")  # a Python int meeting a fixed value converts to it
             return Ex("flit", (), (r.choice([-2.0, -1.5, -0.25, 0.5, 0.75, 1.0, 1.25, 3.0, 7.5]),), "fx")
         if x < 0.6:
             return self.ref(vars_)
@@ -325,7 +328,7 @@ class Gen:
         if is_weak(a.t) and is_weak(b.t):
             return None  # KNOWN_BUGS["index-compare-arith"]: no comparisons of indices alone
         op = self.r.choice(COMPARE)
-        if self.fixed and "ref" not in (a.op, b.op) and a.op == "flit" and b.op == "flit":
+        if self.fixed and a.op in ("flit", "lit") and b.op in ("flit", "lit"):
             return None
         if self.fixed:
             return Ex("bin", (a, b), (op,), np.dtype(bool))
@@ -338,17 +341,17 @@ class Gen:
         if kind == "bin":
             op = r.choice(["+", "-", "*", "+", "-", "*", "/"])
             a, b = self.expr(vars_, depth - 1), self.expr(vars_, depth - 1)
-            if a.op == "flit" and b.op == "flit":
+            if a.op in ("flit", "lit") and b.op in ("flit", "lit"):
                 return None
             return Ex("bin", (a, b), (op,), "fx")
         if kind == "where":
             c = self.cmp(vars_, depth - 1)
             a, b = self.expr(vars_, depth - 1), self.expr(vars_, depth - 1)
-            if c is None or (a.op == "flit" and b.op == "flit"):
+            if c is None or (a.op in ("flit", "lit") and b.op in ("flit", "lit")):
                 return None
             return Ex("where", (c, a, b), (), "fx")
         a, b = self.expr(vars_, depth - 1), self.expr(vars_, depth - 1)
-        if a.op == "flit" and b.op == "flit":
+        if a.op in ("flit", "lit") and b.op in ("flit", "lit"):
             return None
         return Ex(r.choice(["max", "min"]), (a, b), (), "fx")
 
@@ -371,6 +374,8 @@ class Gen:
             p.dims = [(self.var(e), e) for e in [self.extent(nd) for _ in range(nd)]]
             p.body = self.strong([v for v, _ in p.dims], r.randint(1, 3))
             p.rop = self.rop(p.body.t)
+            if kind == "map" and self.fixed and r.random() < 0.25:
+                p.extra["toint"] = True  # .astype(hw.int32): rounds down
             if kind in ("argmin", "argmax") and p.body.t != "fx" and p.body.t.itemsize == 8:
                 p.body = Ex("cast", (p.body,), ("int32",), np.dtype("int32"))
         elif kind == "scalar":
@@ -433,7 +438,10 @@ class Gen:
             nd = 2 if r.random() < 0.25 else 1
             p.dims = [(self.var(e), e) for e in [self.extent(nd) for _ in range(nd)]]
             vs = [v for v, _ in p.dims]
-            if kind == "filter":
+            if kind == "filter" and self.fixed:
+                p.extra["pred"] = self.cmp(vs, 1) or self.cmp(vs, 0) or Ex("bin", (self.ref(vs), Ex("flit", (), (0.5,), "fx")), (">",), np.dtype(bool))
+                p.body = self.strong(vs, 2)
+            elif kind == "filter":
                 p.extra["pred"] = self.cmp(vs, 1) or self.strong(vs, 1)
                 p.body = self.expr(vs, 2) if r.random() < 0.6 else None
             elif kind == "flatmap":
@@ -616,7 +624,7 @@ KINDS = {  # pattern kind -> weight
     "bcast": 1, "map": 6, "reduce": 4, "mapreduce": 3, "rowmap": 1, "rowreduce": 1, "slice": 1, "matmul": 1,
     "multifold": 2, "filter": 2, "flatmap": 2, "groupby": 2, "argmin": 1, "argmax": 1, "scalar": 1,
 }
-FX_KINDS = {"map": 4, "reduce": 2, "mapreduce": 2, "argmax": 1, "argmin": 1}
+FX_KINDS = {"map": 4, "reduce": 2, "mapreduce": 2, "argmax": 1, "argmin": 1, "filter": 1}
 
 
 def generate(seed: int, index: int, excluded=frozenset(KNOWN_BUGS), kinds=None) -> Prog:

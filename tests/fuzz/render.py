@@ -266,6 +266,8 @@ class Renderer:
     def hw_pat(self, p) -> str:
         x = p.extra
         ex = lambda e: self.ex(e, False)  # noqa: E731
+        if p.kind == "map" and x.get("toint"):
+            return f"hw.map({self.dom(p.dims)}, {self.lam(p.dims)}: ({ex(p.body)}).astype(hw.int32))"
         if p.kind == "map":
             return f"hw.map({self.dom(p.dims)}, {self.lam(p.dims)}: {ex(p.body)})"
         if p.kind == "reduce":
@@ -310,6 +312,8 @@ class Renderer:
         fx = self.p.fixed
         out = (lambda s: f"fxout({s})") if fx else (lambda s: s)  # noqa: E731
         shape = ", ".join(str(e) for _, e in p.dims)
+        if p.kind == "map" and x.get("toint"):  # fixed to int32: round down
+            return f"np.array([np.int32(int({ex(p.body)}) >> FRAC) {self.loops(p.dims)}]).reshape({shape})"
         if p.kind == "map":
             return out(f"np.array([{ex(p.body)} {self.loops(p.dims)}]).reshape({shape})")
         if p.kind == "reduce":
@@ -344,6 +348,8 @@ class Renderer:
             n = 1
             for _, e in p.dims:
                 n *= e
+            if fx:
+                return f"(lambda v, n: (fxout(v), n))(*compact([({ex(x['pred'])}, {val}) {self.loops(p.dims)}], {n}))"
             return f"compact([({ex(x['pred'])}, {val}) {self.loops(p.dims)}], {n})"
         if p.kind == "flatmap":
             n = x["max_out"]
