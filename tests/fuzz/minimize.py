@@ -148,7 +148,8 @@ def candidates(prog: Prog, sched: dict):
             yield q, sched
 
 
-def minimize(prog: Prog, sched: dict, cls: str, seed: int, index: int, rtl: bool, budget_s=120.0, log=print):
+def minimize(prog: Prog, sched: dict, cls: str, seed: int, index: int, rtl: bool, budget_s=120.0, log=print,
+             plan=None):
     """The smallest (prog, schedule) found within the time budget that still fails with `cls`."""
     t0 = time.time()
     tries = 0
@@ -158,7 +159,7 @@ def minimize(prog: Prog, sched: dict, cls: str, seed: int, index: int, rtl: bool
         nonlocal tries
         tries += 1
         try:
-            o = check(q, seed, index, fixed_schedule=s, rtl=rtl, only=only)
+            o = check(q, seed, index, fixed_schedule=s, rtl=rtl, only=only, plan=plan)
         except Exception:  # noqa: BLE001  (a candidate the tools choke on differently)
             return False
         return o.cls == cls

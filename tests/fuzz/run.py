@@ -37,7 +37,7 @@ class Outcome:
         self.detail = ""
         self.schedule = None
         self.notes = []          # (counter, value) pairs for the statistics
-        self.variant = None      # the Verilator run's (variant, DramConfig)
+        self.variant = None      # the last Verilator run: (variant, DRAM settings, input-seed offset)
 
     def finding(self, cls, detail, schedule=None):
         if self.cls is None:
@@ -118,6 +118,20 @@ def sim_variant(seed, index):
     return variant, dram
 
 
+def sim_plan(seed, index, extra=True):
+    """The simulations of program `index`: (variant, DRAM settings, input-seed offset). The first
+    is `sim_variant`; the others reuse its Verilator build (the DRAM's latency and jitter and
+    the runs are run-time settings) on other inputs: one with jitter, one twice without a reset."""
+    variant, dram = sim_variant(seed, index)
+    plan = [(variant, dram, 0)]
+    if extra:
+        r = random.Random(seed * 37 + index + 2)
+        jit = dict(dram, latency=r.choice([1, 3, 20, 45]), jitter=r.choice([2, 5, 17, 40]))
+        plan.append(("jitter", jit, 1))
+        plan.append(("runs2", dict(dram, latency=r.choice([1, 7, 20]), jitter=0), 2))
+    return plan
+
+
 def excluded_schedule(prog: Prog, schedule: dict, excluded) -> str | None:
     """The known bug a schedule would hit, if its exclusion is on."""
     if "collect-2d-split" in excluded:
@@ -130,7 +144,7 @@ def excluded_schedule(prog: Prog, schedule: dict, excluded) -> str | None:
 
 
 def check(prog: Prog, seed: int, index: int, n_schedules=2, rtl=False, fixed_schedule=None,
-          excluded=frozenset(KNOWN_BUGS), only=None) -> Outcome:
+          excluded=frozenset(KNOWN_BUGS), only=None, plan=None) -> Outcome:
     """Everything for one program. fixed_schedule: check only that schedule (the minimizer);
     only: stop at the stage that gives this finding class."""
     out = Outcome()
@@ -207,38 +221,48 @@ def check(prog: Prog, seed: int, index: int, n_schedules=2, rtl=False, fixed_sch
         return out
     sched, k = accepted[-1]
     out.note("verilator")
-    # most runs as documented (cycles must match the model); some run twice without a reset,
-    # some on a DRAM with random jitter (extra latency, refused beats: cycles not compared)
-    variant, dram = sim_variant(seed, index)
-    out.note("variant:" + variant)
-    out.variant = (variant, dram)
-    try:
-        sim = simulate(k, args, dram=hw.DramConfig(**dram), seed=index, runs=2 if variant == "runs2" else 1)
-    except hw.SimulationError as e:
-        out.finding("sim-error", str(e), sched)
-        return out
-    except hw.HwgenError as e:
-        out.note("refused")
-        out.note("verilator-refused")
-        out.note("refuse:" + _first_words(e))
-        return out
-    except Exception as e:  # noqa: BLE001
-        out.finding("rtl-crash", f"{type(e).__name__}: {e}\n{_tb()}", sched)
-        return out
-    d = differ(sim.outputs, golden)
-    if d:
-        out.finding("hw-mismatch", d, sched)
-        return out
-    out.note("verilator-pass")
-    if variant != "jitter" and sim.cycles != sim.predicted_cycles:
-        if sched["metapipeline"] and sim.cycles > sim.predicted_cycles:
-            # documented (docs/hardware.md, "The cycle model"): transfers of different stages of a
-            # metapipeline share the channel, and the model can come out a few cycles short
-            out.note("model-short-metapipeline")
-            out.note("model-short-cycles", sim.cycles - sim.predicted_cycles)
-            out.note("model-short-permille-max:%d" % (1000 * (sim.cycles - sim.predicted_cycles) // sim.cycles))
+    for run in (plan or sim_plan(seed, index)):
+        variant, dram, offset = run
+        if offset:
+            args_n = mod.inputs(prog.input_seed + offset)
+            try:
+                golden_n = mod.kernel(*args_n)
+            except hw.HwgenError:
+                continue
         else:
-            out.finding("model-miss", f"measured {sim.cycles} cycles, predicted {sim.predicted_cycles}", sched)
+            args_n, golden_n = args, golden
+        out.note("simulations")
+        out.note("variant:" + variant)
+        out.variant = run
+        try:
+            sim = simulate(k, args_n, dram=hw.DramConfig(**dram), seed=index + offset,
+                           runs=2 if variant == "runs2" else 1)
+        except hw.SimulationError as e:
+            out.finding("sim-error", str(e), sched)
+            return out
+        except hw.HwgenError as e:
+            out.note("refused")
+            out.note("verilator-refused")
+            out.note("refuse:" + _first_words(e))
+            return out
+        except Exception as e:  # noqa: BLE001
+            out.finding("rtl-crash", f"{type(e).__name__}: {e}\n{_tb()}", sched)
+            return out
+        d = differ(sim.outputs, golden_n)
+        if d:
+            out.finding("hw-mismatch", d, sched)
+            return out
+        out.note("simulation-pass")
+        if variant != "jitter" and sim.cycles != sim.predicted_cycles:
+            if sched["metapipeline"] and sim.cycles > sim.predicted_cycles:
+                # documented (docs/hardware.md, "The cycle model"): transfers of different stages of
+                # a metapipeline share the channel, and the model can come out a few cycles short
+                out.note("model-short-metapipeline")
+                out.note("model-short-cycles", sim.cycles - sim.predicted_cycles)
+            else:
+                out.finding("model-miss", f"measured {sim.cycles} cycles, predicted {sim.predicted_cycles}", sched)
+                return out
+    out.note("verilator-pass")
     return out
 
 
