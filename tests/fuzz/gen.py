@@ -283,6 +283,8 @@ class Gen:
             if op in ("//", "%") and r.random() < 0.5:
                 c = r.choice([1, 2, 3, 4, 7, 8, -2, -5, 16])
                 b = Ex("lit", (), (c,), ("w", c, c))
+            if op in ("//", "%") and a.t == np.dtype(bool) and b.t == np.dtype(bool):
+                return None  # hwgen refuses (numpy gives int8)
             if is_weak(a.t) and is_weak(b.t):
                 if op not in ("+", "-", "*"):
                     return None
@@ -332,6 +334,20 @@ class Gen:
             return None
         if self.fixed:
             return Ex("bin", (a, b), (op,), np.dtype(bool))
+        if not is_weak(a.t) and a.t != np.dtype(bool) and self.r.random() < 0.2:
+            # numpy compares Python ints exactly, also out of the strong type's range
+            info = np.iinfo(a.t)
+            if self.r.random() < 0.5 and a.t.itemsize < 8:
+                v = self.r.choice(self.ext and list(self.ext) or [None])
+                if v in vars_:  # an index expression partly out of range: hwgen compares wider
+                    lo = info.min - 3 if info.min < 0 else -5
+                    w = Ex("bin", (Ex("idx", (), (v,), ("w", 0, self.ext[v] - 1)), Ex("lit", (), (lo,), ("w", lo, lo))), ("+",),
+                           ("w", lo, lo + self.ext[v] - 1))
+                    return Ex("bin", (a, w) if self.r.random() < 0.5 else (w, a), (op,), np.dtype(bool))
+            c = self.r.choice([info.max + 1, info.min - 1, info.max + 1000, -1 if info.min == 0 else info.min - 7])
+            c = min(max(c, -2**63), 2**64 - 1)  # hwgen takes Python ints that fit in 64 bits
+            b = Ex("lit", (), (c,), ("w", c, c))
+            return Ex("bin", (a, b) if self.r.random() < 0.5 else (b, a), (op,), np.dtype(bool))
         t = numpy_type(_PYOP[op], a.t, b.t)
         return None if t is None else Ex("bin", (a, b), (op,), t)
 
@@ -357,8 +373,8 @@ class Gen:
 
     def rop(self, t=None):
         op = self.r.choice(REDUCE_OPS)
-        if t == np.dtype(bool) and op == "*":
-            op = "&"  # hwgen refuses '*' over bool_ as ambiguous (documented)
+        if t == np.dtype(bool) and op in ("*", "+"):
+            op = {"*": "&", "+": "|"}[op]  # hwgen refuses '+' and '*' over bool_ as ambiguous
         if self.fixed:
             op = self.r.choice(["+", "max", "min", "custom"])
         if op == "custom":
@@ -639,6 +655,9 @@ def generate(seed: int, index: int, excluded=frozenset(KNOWN_BUGS), kinds=None) 
         kind = r.choices(list(table), list(table.values()))[0]
         p = g.pattern(kind)
         kind = p.kind
+        vt = p.extra["values"][0].t if kind == "groupby" else getattr(p.body, "t", None)
+        if vt == np.dtype(bool) and p.rop in ("+", "*"):
+            p.rop = "|"  # hwgen refuses '+' and '*' reductions of bool_ as ambiguous
         pats.append(p)
         base = f"o{j}"
         if kind in ("filter", "flatmap"):
