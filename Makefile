@@ -39,7 +39,7 @@ bench: $(STAMP) ## simulate and synthesize (ECP5-85k) every app: docs/results.md
 	$(BIN)/python benchmarks/bench.py --jobs=$(JOBS)
 
 FUZZ_SEED ?= 1
-fuzz: $(STAMP) ## differential fuzzing, medium: 1000 programs (golden + loop IR), 40 through Verilator (~20 min)
+fuzz: $(STAMP) ## differential fuzzing, medium: 1000 programs (golden + loop IR), 40 through Verilator (~30 min)
 	nice -n 19 $(BIN)/python -m tests.fuzz --seed $(FUZZ_SEED) --programs 1000 --rtl-every 25
 
 clean: ## remove generated files in rtl_out/ and test caches; keeps .venv and the simulator cache
