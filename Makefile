@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PATTERNS := $(wildcard patterns/*.py)
 JOBS ?= 2
 
-.PHONY: help install run test lint format rtl sim ablation bench clean clean-cache
+.PHONY: help install run test lint format rtl sim ablation bench fuzz clean clean-cache
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -47,6 +47,10 @@ ablation: $(STAMP) ## the paper's ablation table: baseline, tiled, +metapipeline
 
 bench: $(STAMP) ## simulate and synthesize (ECP5-85k) every app: docs/results.md, roofline and timeline pictures (slow)
 	$(BIN)/python benchmarks/bench.py --jobs=$(JOBS)
+
+FUZZ_SEED ?= 1
+fuzz: $(STAMP) ## differential fuzzing, medium: 1000 programs (golden + loop IR), 40 through Verilator (~30 min)
+	nice -n 19 $(BIN)/python -m tests.fuzz --seed $(FUZZ_SEED) --programs 1000 --rtl-every 25
 
 clean: ## remove generated files in rtl_out/ and test caches; keeps .venv and the simulator cache
 	find rtl_out -mindepth 1 ! -name README.md -exec rm -rf {} +
