@@ -14,12 +14,16 @@ from common import app_paths, load_app
 
 def variants(kernel):
     s = kernel.schedule
-    return [
-        ("baseline", kernel.with_schedule(tile={}, par={}, metapipeline=False)),
-        ("tiled", kernel.with_schedule(par={}, metapipeline=False)),
-        ("tiled+meta", kernel.with_schedule(par={}, metapipeline=True)),
-        ("tiled+meta+par", kernel.with_schedule(metapipeline=True)),
-    ] if s.tile else [("baseline", kernel)]
+    return (
+        [
+            ("baseline", kernel.with_schedule(tile={}, par={}, metapipeline=False)),
+            ("tiled", kernel.with_schedule(par={}, metapipeline=False)),
+            ("tiled+meta", kernel.with_schedule(par={}, metapipeline=True)),
+            ("tiled+meta+par", kernel.with_schedule(metapipeline=True)),
+        ]
+        if s.tile
+        else [("baseline", kernel)]
+    )
 
 
 def main(names) -> int:
@@ -36,9 +40,12 @@ def main(names) -> int:
             t = time.perf_counter()
             r = k.verify(*args)
             base = base or r.cycles
-            print(f"| {path.stem} | {label} | {r.cycles} | {base / r.cycles:.1f}x | {r.predicted_cycles} | "
-                  f"{100 * r.prediction_error:+.2f} | {r.roofline_cycles} | {100 * r.roofline_efficiency:.1f} | "
-                  f"{time.perf_counter() - t:.1f} |", flush=True)
+            print(
+                f"| {path.stem} | {label} | {r.cycles} | {base / r.cycles:.1f}x | {r.predicted_cycles} | "
+                f"{100 * r.prediction_error:+.2f} | {r.roofline_cycles} | {100 * r.roofline_efficiency:.1f} | "
+                f"{time.perf_counter() - t:.1f} |",
+                flush=True,
+            )
     return 0
 
 

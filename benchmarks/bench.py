@@ -52,10 +52,16 @@ def measure(path: Path, synth: bool, router: str = "router1") -> dict:
     report = design.report
     words = sum(a["size"] for a in _arrays(design))
     row = {
-        "app": path.stem, "schedule": schedule_text(kernel.schedule), "cycles": r.cycles,
-        "predicted": r.predicted_cycles, "baseline": base, "roofline": r.roofline_cycles,
-        "lanes": report["lanes"], "work": report["compute_bound_cycles"] * report["lanes"],
-        "words": words, "build_s": round(build, 2),
+        "app": path.stem,
+        "schedule": schedule_text(kernel.schedule),
+        "cycles": r.cycles,
+        "predicted": r.predicted_cycles,
+        "baseline": base,
+        "roofline": r.roofline_cycles,
+        "lanes": report["lanes"],
+        "work": report["compute_bound_cycles"] * report["lanes"],
+        "words": words,
+        "build_s": round(build, 2),
     }
     if synth:
         from hwgen.synth import synthesize
@@ -69,20 +75,46 @@ def _arrays(design):
 
 
 def table(rows) -> str:
-    head = ("app", "schedule", "cycles", "speedup", "pred. error", "of roofline", "LUT", "FF",
-            "BRAM", "DSP", "Fmax MHz", "router", "synth s", "build s")
+    head = (
+        "app",
+        "schedule",
+        "cycles",
+        "speedup",
+        "pred. error",
+        "of roofline",
+        "LUT",
+        "FF",
+        "BRAM",
+        "DSP",
+        "Fmax MHz",
+        "router",
+        "synth s",
+        "build s",
+    )
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         s = r.get("synth") or {}
         fmax = s.get("fmax_mhz")
-        out.append(" | ".join([
-            f"| {r['app']}", r["schedule"], str(r["cycles"]), f"{r['baseline'] / r['cycles']:.0f}x",
-            f"{100 * (r['predicted'] - r['cycles']) / r['cycles']:+.1f} %",
-            f"{100 * r['roofline'] / r['cycles']:.0f} %",
-            str(s.get("luts", "-")), str(s.get("ffs", "-")), str(s.get("brams", "-")), str(s.get("dsps", "-")),
-            f"{fmax:.1f}" if fmax else "-", s.get("router", "router1") if s else "-",
-            f"{s['seconds']:.0f}" if "seconds" in s else "-", f"{r['build_s']:.1f} |",
-        ]))
+        out.append(
+            " | ".join(
+                [
+                    f"| {r['app']}",
+                    r["schedule"],
+                    str(r["cycles"]),
+                    f"{r['baseline'] / r['cycles']:.0f}x",
+                    f"{100 * (r['predicted'] - r['cycles']) / r['cycles']:+.1f} %",
+                    f"{100 * r['roofline'] / r['cycles']:.0f} %",
+                    str(s.get("luts", "-")),
+                    str(s.get("ffs", "-")),
+                    str(s.get("brams", "-")),
+                    str(s.get("dsps", "-")),
+                    f"{fmax:.1f}" if fmax else "-",
+                    s.get("router", "router1") if s else "-",
+                    f"{s['seconds']:.0f}" if "seconds" in s else "-",
+                    f"{r['build_s']:.1f} |",
+                ]
+            )
+        )
     return "\n".join(out)
 
 
@@ -97,8 +129,13 @@ def roofline_chart(rows, words_per_cycle: int, path: Path) -> None:
     lo, hi = min(xs) / 2, max(xs) * 2
     grid = [lo * (hi / lo) ** (k / 100) for k in range(101)]
     for lanes in sorted({r["lanes"] for r in rows}):
-        ax.plot(grid, [min(lanes, words_per_cycle * x) for x in grid], "--", lw=1,
-                label=f"roofline, {lanes} lane{'s' if lanes > 1 else ''}")
+        ax.plot(
+            grid,
+            [min(lanes, words_per_cycle * x) for x in grid],
+            "--",
+            lw=1,
+            label=f"roofline, {lanes} lane{'s' if lanes > 1 else ''}",
+        )
     for r, x in zip(rows, xs):
         y = r["work"] / r["cycles"]
         ax.plot([x], [y], "o")
@@ -126,8 +163,9 @@ def timeline_chart(path: Path) -> None:
     fig, ax = plt.subplots(figsize=(9, 2.6))
     for row, (unit, label) in enumerate(lanes):
         spans = r.timeline[unit][:6]
-        ax.broken_barh([(s, e - s) for s, e in spans], (row - 0.35, 0.7),
-                       facecolors=[f"C{k % 10}" for k in range(len(spans))])
+        ax.broken_barh(
+            [(s, e - s) for s, e in spans], (row - 0.35, 0.7), facecolors=[f"C{k % 10}" for k in range(len(spans))]
+        )
         for k, (s, e) in enumerate(spans):
             ax.text((s + e) / 2, row, f"tile {k}", ha="center", va="center", fontsize=7, color="white")
     ax.set_yticks(range(len(lanes)), [label for _, label in lanes])
@@ -194,7 +232,7 @@ def main(argv) -> int:
         "",
     ]
     old = (DOCS / "results.md").read_text() if (DOCS / "results.md").exists() else ""
-    kept = "\n" + old[old.index(HAND_WRITTEN):] if HAND_WRITTEN in old else ""
+    kept = "\n" + old[old.index(HAND_WRITTEN) :] if HAND_WRITTEN in old else ""
     (DOCS / "results.md").write_text("\n".join(page) + kept)
     print(table(rows))
     return 0

@@ -48,8 +48,11 @@ def build_seconds(kernel) -> tuple:
 def verilator_seconds(design) -> float:
     from hwgen_sim import harness, runner
 
-    sources = {f"{design.name}.v": design.verilog, "hwgen_tb.v": harness.tb_verilog(design),
-               "hwgen_dram.v": Path(harness.__file__).with_name("dram.v").read_text()}
+    sources = {
+        f"{design.name}.v": design.verilog,
+        "hwgen_tb.v": harness.tb_verilog(design),
+        "hwgen_dram.v": Path(harness.__file__).with_name("dram.v").read_text(),
+    }
     folder, cached = runner.build(sources)
     if cached:  # time a real build, not a cache hit
         shutil.rmtree(folder)
@@ -65,8 +68,7 @@ def main(argv) -> int:
     unknown = [n for n in names if n not in known]
     unknown += [a for a in argv if a.startswith("--") and a != "--verilator"]
     if unknown:
-        print(f"usage: buildtime.py [APP ...] [--verilator]; unknown: {' '.join(unknown)}"
-              f" (APP: {' '.join(known)})")
+        print(f"usage: buildtime.py [APP ...] [--verilator]; unknown: {' '.join(unknown)} (APP: {' '.join(known)})")
         return 2
     rows = cases(names)
     head = ["app", f"hwgen build s (median of {REPEATS})", "Verilog KB"]

@@ -58,8 +58,11 @@ def _row(case: str, runs: list) -> tuple:
         return [name, par] + ["-"] * (5 + len(runs)) + [runs[0]["fit"]], None
     mean = sum(r["fmax_mhz"] for r in runs) / len(runs)
     first = runs[0]
-    return ([name, par, str(first["luts"]), str(first["ffs"]), str(first["brams"]), str(first["dsps"])]
-            + [f"{r['fmax_mhz']:.1f}" for r in runs] + [f"{mean:.1f}", f"{sum(r['seconds'] for r in runs):.0f} s"]), mean
+    return (
+        [name, par, str(first["luts"]), str(first["ffs"]), str(first["brams"]), str(first["dsps"])]
+        + [f"{r['fmax_mhz']:.1f}" for r in runs]
+        + [f"{mean:.1f}", f"{sum(r['seconds'] for r in runs):.0f} s"]
+    ), mean
 
 
 USAGE = "fmaxpar.py [--jobs=N] [--freq=MHZ] [--seeds=S,S,...] [--router=router1|router2] [int16:PAR | int32:PAR ...]"
@@ -76,7 +79,13 @@ def main(argv) -> int:
         return 1
     router = _option(argv, "router", "router1")
     cases = [a for a in argv if not a.startswith("--")] or [
-        "int32:4", "int32:16", "int32:64", "int16:4", "int16:16", "int16:64"]
+        "int32:4",
+        "int32:16",
+        "int32:64",
+        "int16:4",
+        "int16:16",
+        "int16:64",
+    ]
     wrong = [c for c in cases if not re.fullmatch(r"(int16|int32):[1-9][0-9]*", c)]
     if wrong or router not in ("router1", "router2") or jobs < 1 or freq <= 0:
         print(bad, file=sys.stderr)
@@ -89,12 +98,15 @@ def main(argv) -> int:
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         runs = list(pool.map(measure, [(c, freq, s, router) for c in cases for s in seeds]))
     for n, case in enumerate(cases):
-        row, means[case] = _row(case, runs[n * len(seeds):(n + 1) * len(seeds)])
+        row, means[case] = _row(case, runs[n * len(seeds) : (n + 1) * len(seeds)])
         print("| " + " | ".join(row) + " |", flush=True)
     for case, mean in means.items():
         base = means.get(case.split(":")[0] + ":4")
         if mean is not None and base and not case.endswith(":4"):
-            print(f"{case}: mean Fmax {100 * (base - mean) / base:.1f} % below par 4's ({mean:.1f} against {base:.1f} MHz)")
+            print(
+                f"{case}: mean Fmax {100 * (base - mean) / base:.1f} % below par 4's "
+                f"({mean:.1f} against {base:.1f} MHz)"
+            )
     return 0
 
 

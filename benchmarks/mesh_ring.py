@@ -28,7 +28,9 @@ def kernel(p, n, latency):
     def dotv(a: hw.Array[int32, n * p], b: hw.Array[int32, n * p]):
         def body(al, bl):
             return hw.psum(hw.map(n, lambda i: al[i] * bl[i]), "x")
+
         return hw.shard_map(body, mesh=mesh, in_specs=(hw.P("x"), hw.P("x")), out_specs=hw.P())(a, b)
+
     return dotv
 
 
@@ -38,8 +40,8 @@ def main(cases):
     print("|---|---|---|---|---|---|---|---|---|---|")
     for p, n, latency in cases:
         k = kernel(p, n, latency)
-        a = rng.integers(-2**31, 2**31, size=n * p, dtype=np.int64).astype(np.int32)
-        b = rng.integers(-2**31, 2**31, size=n * p, dtype=np.int64).astype(np.int32)
+        a = rng.integers(-(2**31), 2**31, size=n * p, dtype=np.int64).astype(np.int32)
+        b = rng.integers(-(2**31), 2**31, size=n * p, dtype=np.int64).astype(np.int32)
         t = time.perf_counter()
         sim = k.verify(a, b)
         r = sim.design.report
@@ -47,9 +49,11 @@ def main(cases):
         unit = sim.cycles - body - 1
         bound = r["link_bound_cycles"]
         c = r["collective"]
-        print(f"| {p} | {n} | {latency} | {c['slice']} x {c['rounds']} | {sim.cycles} | {sim.predicted_cycles} | "
-              f"{unit} | {bound} | {bound / unit:.0%} | {sim.build_seconds:.0f}{' (cached)' if sim.cache_hit else ''} |",
-              flush=True)
+        print(
+            f"| {p} | {n} | {latency} | {c['slice']} x {c['rounds']} | {sim.cycles} | {sim.predicted_cycles} | "
+            f"{unit} | {bound} | {bound / unit:.0%} | {sim.build_seconds:.0f}{' (cached)' if sim.cache_hit else ''} |",
+            flush=True,
+        )
         del t
 
 

@@ -19,8 +19,17 @@ def main() -> int:
         kernel.elaborate()
         build = time.perf_counter() - t
         r = kernel.verify(*app.inputs(0))
-        rows.append((path.stem, r.cycles, r.predicted_cycles, 100 * r.prediction_error,
-                     r.roofline_cycles, 100 * r.roofline_efficiency, build))
+        rows.append(
+            (
+                path.stem,
+                r.cycles,
+                r.predicted_cycles,
+                100 * r.prediction_error,
+                r.roofline_cycles,
+                100 * r.roofline_efficiency,
+                build,
+            )
+        )
     head = ("app", "measured", "predicted", "error %", "roofline", "of roofline %", "build s")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))

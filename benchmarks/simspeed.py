@@ -24,9 +24,11 @@ def main() -> int:
     b = rng.integers(-1000, 1000, n, dtype=np.int32)
     dotproduct.verify(a, b)  # build (cached afterwards)
     r = dotproduct.verify(a, b)
-    print(f"dotproduct N={n}: {r.cycles} cycles in {r.run_seconds:.2f} s of simulation "
-          f"({r.cycles / r.run_seconds:,.0f} cycles/s); whole simulate() call {r.sim_seconds:.2f} s "
-          f"({r.cycles / r.sim_seconds:,.0f} cycles/s)")
+    print(
+        f"dotproduct N={n}: {r.cycles} cycles in {r.run_seconds:.2f} s of simulation "
+        f"({r.cycles / r.run_seconds:,.0f} cycles/s); whole simulate() call {r.sim_seconds:.2f} s "
+        f"({r.cycles / r.sim_seconds:,.0f} cycles/s)"
+    )
     return 0
 
 

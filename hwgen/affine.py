@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .lang.dtypes import int64
 from .ir import Binary, Cast, Const, Expr, Index, Unary
+from .lang.dtypes import int64
 
 
 @dataclass(frozen=True)

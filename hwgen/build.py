@@ -126,9 +126,11 @@ def warn_idle_lanes(kernel, dram: DramConfig, prediction) -> None:
     if found is None:
         return
     name, lanes, cycles = found
-    message = (f"kernel '{kernel.name}': par {kernel.schedule.par[name]} on '{name}' is more than the "
-               f"DRAM can feed: par {lanes} gives {cycles} cycles against {prediction.cycles} (memory "
-               f"bound {prediction.memory_bound}); more lanes only add banks and build time, so use par {lanes}")
+    message = (
+        f"kernel '{kernel.name}': par {kernel.schedule.par[name]} on '{name}' is more than the "
+        f"DRAM can feed: par {lanes} gives {cycles} cycles against {prediction.cycles} (memory "
+        f"bound {prediction.memory_bound}); more lanes only add banks and build time, so use par {lanes}"
+    )
     loc = kernel.schedule.loc
     if loc is None:
         warnings.warn(message, LanesWarning, stacklevel=3)
@@ -143,8 +145,12 @@ def make_report(kernel, dram: DramConfig, compiled: Compiled, bits: int, seconds
     return {
         "kernel": kernel.name,
         "schedule": kernel.schedule.describe(),
-        "dram": {"latency": dram.latency, "words_per_cycle": dram.words_per_cycle,
-                 "word_bits": bits, "addr_bits": dram.addr_bits},
+        "dram": {
+            "latency": dram.latency,
+            "words_per_cycle": dram.words_per_cycle,
+            "word_bits": bits,
+            "addr_bits": dram.addr_bits,
+        },
         "predicted_cycles": model.cycles,
         "roofline_cycles": model.roofline,
         "compute_bound_cycles": model.compute_bound,
@@ -153,8 +159,9 @@ def make_report(kernel, dram: DramConfig, compiled: Compiled, bits: int, seconds
         "memories": [compiled.plans[m.name].describe() for m in prog.mems],
         "ports": {
             "params": [{"name": p.name, "dtype": p.dtype.name} for p in kernel.params if not p.is_array],
-            "arrays": [{"name": d.name, "dtype": d.dtype.name, "shape": list(d.shape), "role": d.role}
-                       for d in prog.drams],
+            "arrays": [
+                {"name": d.name, "dtype": d.dtype.name, "shape": list(d.shape), "role": d.role} for d in prog.drams
+            ],
             "results": [{"name": s.name, "dtype": s.mem.dtype.name} for s in prog.scalar_outs],
         },
         "controllers": model.tree,

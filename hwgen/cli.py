@@ -37,7 +37,12 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("app", metavar="APP.py")
     b.add_argument("--kernel", help="only the kernel of this name")
     b.add_argument("--out", default="rtl_out", help="output folder (default rtl_out)")
-    b.add_argument("--show-ir", action="store_true", help="print the pattern IR and dataflow graph, then the IR after each compiler pass with its time (also: HWGEN_SHOW_IR=1)")
+    b.add_argument(
+        "--show-ir",
+        action="store_true",
+        help="print the pattern IR and dataflow graph, then the IR after each compiler pass with its time "
+        "(also: HWGEN_SHOW_IR=1)",
+    )
     s = sub.add_parser("sim", help="simulate each kernel in Verilator and check it against the golden model")
     s.add_argument("app", metavar="APP.py")
     s.add_argument("--kernel", help="only the kernel of this name")
@@ -45,8 +50,12 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--waves", action="store_true", help="also write rtl_out/<kernel>/<kernel>.vcd")
     s.add_argument("--latency", type=int, default=DramConfig.latency, help="DRAM read latency in cycles")
     s.add_argument("--jitter", type=int, default=0, help="random extra DRAM latency, up to this many cycles")
-    s.add_argument("--target", choices=["ecp5"], help="simulate the netlist synthesis uses for this device "
-                   "(its DSP and block RAM primitives, on models of them)")
+    s.add_argument(
+        "--target",
+        choices=["ecp5"],
+        help="simulate the netlist synthesis uses for this device "
+        "(its DSP and block RAM primitives, on models of them)",
+    )
     y = sub.add_parser("synth", help="synthesize and place-and-route each kernel (Yosys, nextpnr): resources, Fmax")
     y.add_argument("app", metavar="APP.py")
     y.add_argument("--target", required=True, choices=["ice40", "ecp5"], help="FPGA family")
@@ -165,8 +174,10 @@ def cmd_build(args) -> int:
         except HwgenError as e:  # the output folder is the command line's, not the app's
             raise CliError(e.message, Loc("hwgen", 0)) from None
         r = design.report
-        print(f"built {k.name}: {design.paths['verilog']}  predicted {r['predicted_cycles']} cycles, "
-              f"roofline {r['roofline_cycles']}  ({seconds:.2f} s)")
+        print(
+            f"built {k.name}: {design.paths['verilog']}  predicted {r['predicted_cycles']} cycles, "
+            f"roofline {r['roofline_cycles']}  ({seconds:.2f} s)"
+        )
     return 0
 
 
@@ -188,8 +199,10 @@ def cmd_sim(args) -> int:
                 check_args(k.name, k.params, inputs)
             except HwgenError as e:
                 fn = module.inputs
-                raise CliError(f"inputs() returned a bad argument: {e.message}",
-                               Loc(fn.__code__.co_filename, fn.__code__.co_firstlineno)) from None
+                raise CliError(
+                    f"inputs() returned a bad argument: {e.message}",
+                    Loc(fn.__code__.co_filename, fn.__code__.co_firstlineno),
+                ) from None
         try:
             r = k.verify(*inputs, waves=args.waves, dram=dram, seed=args.seed, target=args.target)
         except MismatchError as e:
@@ -198,10 +211,12 @@ def cmd_sim(args) -> int:
             continue
         err = 100 * r.prediction_error
         netlist = f", {args.target} netlist" if args.target else ""
-        print(f"PASS {k.name} ({source}{netlist}): measured {r.cycles} cycles, predicted {r.predicted_cycles} "
-              f"({err:+.1f} % of measured), roofline {r.roofline_cycles} (measured is "
-              f"{100 * r.roofline_efficiency:.1f} % efficient); build {r.build_seconds:.1f} s, "
-              f"simulation {r.sim_seconds:.1f} s")
+        print(
+            f"PASS {k.name} ({source}{netlist}): measured {r.cycles} cycles, predicted {r.predicted_cycles} "
+            f"({err:+.1f} % of measured), roofline {r.roofline_cycles} (measured is "
+            f"{100 * r.roofline_efficiency:.1f} % efficient); build {r.build_seconds:.1f} s, "
+            f"simulation {r.sim_seconds:.1f} s"
+        )
         if r.waves:
             print(f"  waves: {r.waves}")
     return status
@@ -226,8 +241,10 @@ def cmd_synth(args) -> int:
     for k in kernels_of(module, args.app, args.kernel):
         r = k.synthesize(target=args.target, device=args.device, out_dir=args.out, freq=args.freq)
         fmax = f"{r['fmax_mhz']:.1f} MHz" if r["fmax_mhz"] else "unknown"
-        print(f"synthesized {k.name} for the {r['device']}: {r['luts']} LUTs, {r['ffs']} FFs, "
-              f"{r['brams']} block RAMs, {r['dsps']} DSPs; Fmax {fmax} ({r['seconds']:.0f} s)")
+        print(
+            f"synthesized {k.name} for the {r['device']}: {r['luts']} LUTs, {r['ffs']} FFs, "
+            f"{r['brams']} block RAMs, {r['dsps']} DSPs; Fmax {fmax} ({r['seconds']:.0f} s)"
+        )
     return 0
 
 

@@ -19,9 +19,7 @@ _PACKAGE_DIRS = tuple(
 )
 
 
-_PYTHON_LIBS = tuple(
-    os.path.join(prefix, "lib") + os.sep for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix}
-)
+_PYTHON_LIBS = tuple(os.path.join(prefix, "lib") + os.sep for prefix in {sys.prefix, sys.base_prefix, sys.exec_prefix})
 _SCRIPTS = tuple(os.path.join(prefix, "bin") + os.sep for prefix in {sys.prefix, sys.base_prefix})
 
 
@@ -77,12 +75,14 @@ def loc_from_traceback(tb) -> Loc | None:
 
 
 _INTERNAL_NAMES = (
-    (re.compile(r"\bArrayVal\b|\bTableVal\b"), "traced array"), (re.compile(r"\bVal\b"), "traced scalar"),
+    (re.compile(r"\bArrayVal\b|\bTableVal\b"), "traced array"),
+    (re.compile(r"\bVal\b"), "traced scalar"),
     (re.compile(r"\b(map|sum|max|min|filter|abs)_\(\)"), r"hw.\1()"),
     (re.compile(r"\b(groupby_fold|multifold|flatmap|reduce|argmax|argmin|where|table|zeros|full)\(\)"), r"hw.\1()"),
 )
 _PLAIN = {
-    "KeyError": "there is no key {0}", "ZeroDivisionError": "{0} (a division by zero in Python code)",
+    "KeyError": "there is no key {0}",
+    "ZeroDivisionError": "{0} (a division by zero in Python code)",
     "RecursionError": "Python recursed too deeply",
 }
 

@@ -14,17 +14,30 @@ from __future__ import annotations
 import numpy as np
 
 from . import ir
-from .lang.dtypes import DType, bool_, int64
 from .errors import CapacityError
+from .lang.dtypes import DType, bool_, int64
 
 CHUNK_ELEMENTS = 1 << 23
 
 _BINARY = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "floordiv": np.floor_divide,
-    "mod": np.remainder, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
-    "shl": np.left_shift, "shr": np.right_shift, "max": np.maximum, "min": np.minimum,
-    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
-    "gt": np.greater, "ge": np.greater_equal,
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "floordiv": np.floor_divide,
+    "mod": np.remainder,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+    "shl": np.left_shift,
+    "shr": np.right_shift,
+    "max": np.maximum,
+    "min": np.minimum,
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
 }
 _UNARY = {"neg": np.negative, "invert": np.invert, "abs": np.abs}
 
@@ -41,8 +54,13 @@ class Frame:
         self.fixed = fixed or {}
 
     def extend(self, dims) -> "Frame":
-        return Frame(self.names + tuple(d.name for d in dims),
-                     self.extents + tuple(d.extent for d in dims), self.params, self.mems, self.fixed)
+        return Frame(
+            self.names + tuple(d.name for d in dims),
+            self.extents + tuple(d.extent for d in dims),
+            self.params,
+            self.mems,
+            self.fixed,
+        )
 
 
 class Evaluator:
@@ -85,8 +103,9 @@ class Evaluator:
             keys = flat(node.key)
             uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
             if len(uniq) > node.capacity:
-                raise CapacityError(f"hw.groupby_fold saw more than max_keys={node.capacity} distinct "
-                                    f"keys; raise max_keys", node.loc)
+                raise CapacityError(
+                    f"hw.groupby_fold saw more than max_keys={node.capacity} distinct keys; raise max_keys", node.loc
+                )
             rank = np.empty(len(uniq), dtype=np.int64)
             rank[np.argsort(first, kind="stable")] = np.arange(len(uniq))
             slots = rank[inverse]
@@ -105,7 +124,7 @@ class Evaluator:
             conds = np.stack([flat(c).astype(bool) for c in node.conds], axis=1).ravel()
             kept = np.stack(values, axis=1).ravel()[conds]
             out = np.zeros(node.capacity, dtype=node.value_dtype.np)
-            out[:len(kept)] = kept
+            out[: len(kept)] = kept
             found = {"values": out, "count": len(kept)}
         self.arrays[node] = found
         return found
@@ -277,8 +296,9 @@ class _ArrayParams(Evaluator):
         return super()._eval(e, frame, memo)
 
 
-def fold_into(ev: "Evaluator", view: np.ndarray, targets: np.ndarray, values: np.ndarray, first,
-              op: ir.Combiner, dtype: DType) -> None:
+def fold_into(
+    ev: "Evaluator", view: np.ndarray, targets: np.ndarray, values: np.ndarray, first, op: ir.Combiner, dtype: DType
+) -> None:
     """view[t] = values if first else op(view[t], values), for each (t, value) in order: round
     r updates, for every element at once, with the r-th update that targets it (the order the
     hardware folds in, for associative ops that do not commute too)."""

@@ -49,8 +49,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Callable
 
-from .lang.dtypes import DType, bool_, int64
 from .errors import Loc
+from .lang.dtypes import DType, bool_, int64
 
 ARITH = ("add", "sub", "mul", "floordiv", "mod", "and", "or", "xor", "shl", "shr", "max", "min")
 COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
@@ -75,9 +75,7 @@ class Node:
             return True
         if type(self) is not type(other) or self._hash != other._hash:
             return False
-        return all(
-            getattr(self, f.name) == getattr(other, f.name) for f in fields(self) if f.compare
-        )
+        return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(self) if f.compare)
 
 
 def _node(cls):
@@ -436,8 +434,11 @@ def _subst_binder(n: Node, sub: dict) -> Node:
     value of `sub` is renamed."""
     dims = _binder_dims(n)
     bound = {d.name for d in dims}
-    free = free_indices(n) if not isinstance(n, MultiFold) else frozenset().union(
-        *[free_indices(e) for e in n.idx + (n.value,)]) - bound
+    free = (
+        free_indices(n)
+        if not isinstance(n, MultiFold)
+        else frozenset().union(*[free_indices(e) for e in n.idx + (n.value,)]) - bound
+    )
     inner = {k: v for k, v in sub.items() if k in free}
     if isinstance(n, MultiFold):  # init is outside the binding
         init = subst_indices(n.init, sub)
@@ -457,12 +458,22 @@ def _subst_binder(n: Node, sub: dict) -> Node:
         dims = tuple(Dim(rename.get(d.name, d.name), d.extent) for d in dims)
     if isinstance(n, MultiFold):
         k = len(n.dims)
-        return _replace(n, dims=dims[:k], sdims=dims[k:], init=init,
-                        idx=tuple(subst_indices(i, inner) for i in n.idx), value=subst_indices(n.value, inner))
+        return _replace(
+            n,
+            dims=dims[:k],
+            sdims=dims[k:],
+            init=init,
+            idx=tuple(subst_indices(i, inner) for i in n.idx),
+            value=subst_indices(n.value, inner),
+        )
     if isinstance(n, Collect):
-        return _replace(n, dims=dims, key=None if n.key is None else subst_indices(n.key, inner),
-                        values=tuple(subst_indices(v, inner) for v in n.values),
-                        conds=tuple(subst_indices(c, inner) for c in n.conds))
+        return _replace(
+            n,
+            dims=dims,
+            key=None if n.key is None else subst_indices(n.key, inner),
+            values=tuple(subst_indices(v, inner) for v in n.values),
+            conds=tuple(subst_indices(c, inner) for c in n.conds),
+        )
     return _replace(n, dims=dims, body=subst_indices(n.body, inner))
 
 
@@ -524,20 +535,29 @@ def unique_binders(expr: Node) -> Node:
                 values = {k: Index(v) for k, v in rename.items()}
                 if isinstance(n, MultiFold):
                     k = len(n.dims)
-                    n = _replace(n, dims=new_dims[:k], sdims=new_dims[k:],
-                                 idx=tuple(subst_indices(i, values) for i in n.idx),
-                                 value=subst_indices(n.value, values))
+                    n = _replace(
+                        n,
+                        dims=new_dims[:k],
+                        sdims=new_dims[k:],
+                        idx=tuple(subst_indices(i, values) for i in n.idx),
+                        value=subst_indices(n.value, values),
+                    )
                 elif isinstance(n, Collect):
-                    n = _replace(n, dims=new_dims, key=None if n.key is None else subst_indices(n.key, values),
-                                 values=tuple(subst_indices(v, values) for v in n.values),
-                                 conds=tuple(subst_indices(c, values) for c in n.conds))
+                    n = _replace(
+                        n,
+                        dims=new_dims,
+                        key=None if n.key is None else subst_indices(n.key, values),
+                        values=tuple(subst_indices(v, values) for v in n.values),
+                        conds=tuple(subst_indices(c, values) for c in n.conds),
+                    )
                 else:
                     n = _replace(n, dims=new_dims, body=subst_indices(n.body, values))
                 dims = new_dims
             inner = scope | {d.name for d in dims}
             if isinstance(n, MultiFold):
-                out = _replace(n, init=go(n.init, scope), idx=tuple(go(i, inner) for i in n.idx),
-                               value=go(n.value, inner))
+                out = _replace(
+                    n, init=go(n.init, scope), idx=tuple(go(i, inner) for i in n.idx), value=go(n.value, inner)
+                )
             else:
                 out = rebuild(n, lambda c: c if isinstance(c, Dim) else go(c, inner))
         else:

@@ -19,9 +19,9 @@ import functools
 from . import interp
 from .errors import user_loc
 from .lang.program import Program, trace_program
+from .lang.signature import check_args, to_user
 from .mesh.checks import check_options, check_program, refuse_hardware
 from .schedule import Schedule
-from .lang.signature import check_args, to_user
 
 _UNSET = object()
 
@@ -135,8 +135,10 @@ def _mesh_options(kernel, what: str, **options) -> None:
 
     used = [name for name, value in options.items() if value]
     if used:
-        raise UnsupportedError(f"cannot {what} mesh kernel '{kernel.name}' with {', '.join(used)}: "
-                               f"not supported for meshes yet", user_loc())
+        raise UnsupportedError(
+            f"cannot {what} mesh kernel '{kernel.name}' with {', '.join(used)}: not supported for meshes yet",
+            user_loc(),
+        )
 
 
 def kernel(fn=None, *, tile=None, par=None, metapipeline=True, mesh=None, link=None):

@@ -37,8 +37,9 @@ def run(prog: LoopProgram, args: dict) -> dict:
 
 def overflow_error(group) -> CapacityError:
     """The error of a group-by that met more distinct keys than it can hold."""
-    return CapacityError(f"hw.groupby_fold saw more than max_keys={group.capacity} distinct keys; "
-                         f"raise max_keys", group.loc)
+    return CapacityError(
+        f"hw.groupby_fold saw more than max_keys={group.capacity} distinct keys; raise max_keys", group.loc
+    )
 
 
 class _Runner:
@@ -67,7 +68,7 @@ class _Runner:
             region = self.region(c.origin, c.shape, env)
             data = self.mems[c.mem.name].reshape(c.shape).copy()
             if c.limit is not None:  # positions from the limit on are stored as zeros
-                data.reshape(-1)[self.scalar(c.limit, env):] = 0
+                data.reshape(-1)[self.scalar(c.limit, env) :] = 0
             self.drams[c.dram.name][region] = data
         elif isinstance(c, Pipe):
             self.pipe(c, env)
@@ -114,11 +115,13 @@ class _Runner:
                 table[...] = 0
                 count[()] = 0
                 self.overflow[g.name] = False
-            hit = np.nonzero(keys[:count[()]] == key[k])[0]
+            hit = np.nonzero(keys[: count[()]] == key[k])[0]
             if len(hit):
                 slot = hit[0]
                 for c, item in enumerate(items):
-                    table[slot, c] = self.ev.combine(g.op, table[slot:slot + 1, c], item[k:k + 1], g.values.dtype, Frame())[0]
+                    table[slot, c] = self.ev.combine(
+                        g.op, table[slot : slot + 1, c], item[k : k + 1], g.values.dtype, Frame()
+                    )[0]
             elif count[()] < g.capacity:
                 slot = count[()]
                 keys[slot] = key[k]
@@ -130,7 +133,7 @@ class _Runner:
     def append(self, w: AppendWrite, values, _a, _b) -> None:
         """Append each iteration's kept items, in order."""
         n = len(w.conds)
-        conds, items, first = values[:n], values[n:2 * n], values[-1]
+        conds, items, first = values[:n], values[n : 2 * n], values[-1]
         out, count = self.mems[w.values.name], self.mems[w.count.name]
         for k in range(len(first)):
             if first[k]:

@@ -91,8 +91,9 @@ class _Model:
         self.lanes = 1
         everything = list(walk(compiled.program.root))
         # arbiter client numbers: the PE numbers its loads and stores in this order (hw/pe.py)
-        self.client = {c.name: k for kind in (Load, Store)
-                       for k, c in enumerate(x for x in everything if isinstance(x, kind))}
+        self.client = {
+            c.name: k for kind in (Load, Store) for k, c in enumerate(x for x in everything if isinstance(x, kind))
+        }
         self.clients = (sum(isinstance(x, Load) for x in everything), sum(isinstance(x, Store) for x in everything))
         self.memo: dict = {}  # (controller name, last grants) -> (cycles, last grants)
         self.first: dict = {}  # controller name -> cycles of its first run
@@ -111,8 +112,13 @@ class _Model:
         lanes = math.prod(k.par for k in c.counters)
         self.lanes = max(self.lanes, lanes)
         n = self.leaf_cycles(c)
-        return n, {"pipe": [k.name for k in c.counters], "iterations": c.iterations,
-                   "lanes": lanes, "latency": latency, "cycles": n}
+        return n, {
+            "pipe": [k.name for k in c.counters],
+            "iterations": c.iterations,
+            "lanes": lanes,
+            "latency": latency,
+            "cycles": n,
+        }
 
     def load(self, c: Load, trips: int) -> tuple:
         n = self.leaf_cycles(c)
@@ -131,8 +137,13 @@ class _Model:
         it = c.iterations
         kids = [self.named(k, trips * it) for k in c.stages]
         n = self.first.get(c.name) or self.run(c, (0, 0))[0]  # else: only run sharing the channel
-        return n, {"loop": [k.name for k in c.counters], "iterations": it,
-                   "metapipeline": c.meta, "stages": [k[1] for k in kids], "cycles": n}
+        return n, {
+            "loop": [k.name for k in c.counters],
+            "iterations": it,
+            "metapipeline": c.meta,
+            "stages": [k[1] for k in kids],
+            "cycles": n,
+        }
 
     # ---------------------------------------------------------------- cycles
 
@@ -193,9 +204,11 @@ class _Model:
                 groups.append([active, 1])
         n = 1
         for active, count in groups:
+
             def step(last, active=active):
                 d, last = self.together(active, last)
                 return d + 1, last
+
             d, last = repeat(count, step, last)
             n += d
         return n, last
@@ -425,8 +438,8 @@ class _StoreBeats:
 
 # ---------------------------------------------------------------- mesh: the ring all-reduce
 
-RING_HOP = 4    # a word's cycles from one PE's pop to its neighbour's pop, beyond the link latency
-RING_LOAD = 4   # the unit's cycles beyond beats + DRAM latency from go to its first SEND
+RING_HOP = 4  # a word's cycles from one PE's pop to its neighbour's pop, beyond the link latency
+RING_LOAD = 4  # the unit's cycles beyond beats + DRAM latency from go to its first SEND
 RING_STORE = 6  # the unit's cycles beyond the beats it writes after its last pop, to done
 
 
@@ -444,8 +457,7 @@ def ring_allreduce_cycles(ring, dram: DramConfig) -> int:
     the last round's last step of S words, then the write of the last round's slices (of
     all of the result when it does not stream: the same number of beats)."""
     first = ring.first_beats(dram.words_per_cycle)
-    return (first + dram.latency + RING_LOAD) + ring.rounds * ring_round_cycles(ring) + ring.slice \
-        + first + RING_STORE
+    return (first + dram.latency + RING_LOAD) + ring.rounds * ring_round_cycles(ring) + ring.slice + first + RING_STORE
 
 
 def predict_mesh(compiled, dram: DramConfig, ring) -> Prediction:
@@ -457,8 +469,20 @@ def predict_mesh(compiled, dram: DramConfig, ring) -> Prediction:
     ring_cycles = ring_allreduce_cycles(ring, dram)
     cycles = body.cycles + ring_cycles + 1
     link = math.ceil(2 * (ring.p - 1) * ring.n / ring.p)
-    tree = {"unit": "seq", "stages": [body.tree, {"unit": "ring0", "all_reduce": ring.op, "p": ring.p,
-                                                  "words": ring.n, "slice": ring.slice,
-                                                  "rounds": ring.rounds, "cycles": ring_cycles}],
-            "cycles": cycles}
+    tree = {
+        "unit": "seq",
+        "stages": [
+            body.tree,
+            {
+                "unit": "ring0",
+                "all_reduce": ring.op,
+                "p": ring.p,
+                "words": ring.n,
+                "slice": ring.slice,
+                "rounds": ring.rounds,
+                "cycles": ring_cycles,
+            },
+        ],
+        "cycles": cycles,
+    }
     return Prediction(cycles, max(body.roofline, link), body.compute_bound, body.memory_bound, body.lanes, tree)

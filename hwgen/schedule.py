@@ -23,9 +23,7 @@ class Schedule:
 
     @staticmethod
     def parse(tile=None, par=None, metapipeline=True, loc: Loc | None = None) -> "Schedule":
-        return Schedule(
-            _sizes(tile, "tile", loc), _sizes(par, "par", loc), _flag(metapipeline, loc), loc
-        )
+        return Schedule(_sizes(tile, "tile", loc), _sizes(par, "par", loc), _flag(metapipeline, loc), loc)
 
     @property
     def is_baseline(self) -> bool:
@@ -40,20 +38,25 @@ class Schedule:
             for name in sizes:
                 if name not in user_names:
                     known = ", ".join(user_names) or "none"
-                    hidden = "" if not any(n.startswith("%") for n in extents) else (
-                        "; indices made by '@', .T, slices and array arithmetic have no names: "
-                        "write those loops with hw.map / hw.sum to schedule them")
+                    hidden = (
+                        ""
+                        if not any(n.startswith("%") for n in extents)
+                        else (
+                            "; indices made by '@', .T, slices and array arithmetic have no names: "
+                            "write those loops with hw.map / hw.sum to schedule them"
+                        )
+                    )
                     raise ScheduleError(
                         f"{what} names index '{name}', but kernel '{kernel_name}' has no index "
-                        f"of that name (its indices: {known}){hidden}", self.loc
+                        f"of that name (its indices: {known}){hidden}",
+                        self.loc,
                     )
         for name, size in self.tile.items():
             # a helper's index traced over several extents ('i', copy 'i.n4') shares its tile
             for extent in sorted({e for n, e in extents.items() if n.split(".", 1)[0] == name}, reverse=True):
                 if extent % size:
                     raise ScheduleError(
-                        f"tile size {size} for index '{name}' does not divide its extent "
-                        f"{extent}", self.loc
+                        f"tile size {size} for index '{name}' does not divide its extent {extent}", self.loc
                     )
         for name, lanes in self.par.items():
             if lanes > 1 and name not in self.tile:  # it gets tiles of `lanes` (lanes run inside a tile)
@@ -62,7 +65,8 @@ class Schedule:
                         raise ScheduleError(
                             f"par {lanes} for index '{name}' needs tiles of a multiple of {lanes} "
                             f"elements, which do not divide its extent {extent}; choose lanes "
-                            f"that divide {extent}", self.loc
+                            f"that divide {extent}",
+                            self.loc,
                         )
                 continue
             tile = self.tile.get(name, 1)
@@ -70,7 +74,8 @@ class Schedule:
                 raise ScheduleError(
                     f"par {lanes} for index '{name}' needs its tile size ({tile}) to be a "
                     f"multiple of {lanes}: lanes run inside a tile; use a tile size that is a "
-                    f"multiple of {lanes}", self.loc
+                    f"multiple of {lanes}",
+                    self.loc,
                 )
 
     @property
@@ -92,9 +97,7 @@ def _sizes(value, what: str, loc) -> dict:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise ScheduleError(
-            f"{what} must be a dict of index name to size, like {{'i': 16}}, got {value!r}", loc
-        )
+        raise ScheduleError(f"{what} must be a dict of index name to size, like {{'i': 16}}, got {value!r}", loc)
     out = {}
     for name, size in value.items():
         if not isinstance(name, str):

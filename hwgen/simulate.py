@@ -24,8 +24,8 @@ from hwgen_sim import harness, runner
 from .build import elaborate
 from .dram import DramConfig
 from .errors import HwgenError, MismatchError, SimulationError, user_loc
-from .loop_interp import overflow_error
 from .lang.signature import check_args, to_user
+from .loop_interp import overflow_error
 
 _DRAM_V = Path(harness.__file__).with_name("dram.v")
 # simulation models of the device primitives a target's netlist instantiates (hw/device.py)
@@ -69,8 +69,17 @@ def _signed(bits: int, dtype):
     return dtype.np.type(dtype.wrap(bits)) if not dtype.is_bool else np.bool_(bits & 1)
 
 
-def simulate(kernel, args, waves: bool = False, dram: DramConfig | None = None, seed=None,
-             out_dir="rtl_out", monitor=None, target: str | None = None, runs: int = 1) -> SimResult:
+def simulate(
+    kernel,
+    args,
+    waves: bool = False,
+    dram: DramConfig | None = None,
+    seed=None,
+    out_dir="rtl_out",
+    monitor=None,
+    target: str | None = None,
+    runs: int = 1,
+) -> SimResult:
     """`monitor`: controller instance names (or True for all) whose runs to record in
     `SimResult.timeline` as lists of (go cycle, done cycle), counted from start.
     `target` ("ecp5"): simulate the netlist built for that device's synthesis (multipliers and
@@ -128,8 +137,20 @@ def _build(design, target: str | None, waves: bool, loc) -> tuple:
         raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
 
 
-def _run(design, values: dict, layout, image, build_dir, work: Path, dram: DramConfig, seed, monitor,
-         runs: int, waves: bool, loc) -> dict:
+def _run(
+    design,
+    values: dict,
+    layout,
+    image,
+    build_dir,
+    work: Path,
+    dram: DramConfig,
+    seed,
+    monitor,
+    runs: int,
+    waves: bool,
+    loc,
+) -> dict:
     """Run the simulator in `work` on the DRAM `image`; the testbench's result, checked."""
     kernel = design.kernel
     harness.write_hex(work / "dram_in.hex", image, layout.word_bits)
@@ -141,12 +162,22 @@ def _run(design, values: dict, layout, image, build_dir, work: Path, dram: DramC
     timeout = max(10 * predicted, predicted + 100_000) + 20 * (dram.latency + dram.jitter)
     units = sorted(design.component.unit_names) if monitor is True else list(monitor or [])
     flags = [f"overflow_{g.name}" for g in design.program.groups]
-    config = {"inputs": inputs, "results": [f"res_{s.name}" for s in design.program.scalar_outs] + flags,
-              "timeout_cycles": timeout, "monitor": units, "scope": ["pe0"], "runs": runs}
+    config = {
+        "inputs": inputs,
+        "results": [f"res_{s.name}" for s in design.program.scalar_outs] + flags,
+        "timeout_cycles": timeout,
+        "monitor": units,
+        "scope": ["pe0"],
+        "runs": runs,
+    }
     (work / "config.json").write_text(json.dumps(config))
-    plusargs = [f"+DRAM_IN={work / 'dram_in.hex'}", f"+DRAM_OUT={work / 'dram_out.hex'}",
-                f"+DRAM_LATENCY={dram.latency}", f"+DRAM_JITTER={dram.jitter}",
-                f"+DRAM_SEED={(seed or 0) * 2654435761 % (1 << 31) + 1}"]
+    plusargs = [
+        f"+DRAM_IN={work / 'dram_in.hex'}",
+        f"+DRAM_OUT={work / 'dram_out.hex'}",
+        f"+DRAM_LATENCY={dram.latency}",
+        f"+DRAM_JITTER={dram.jitter}",
+        f"+DRAM_SEED={(seed or 0) * 2654435761 % (1 << 31) + 1}",
+    ]
     env = {"HWGEN_SIM_CONFIG": str(work / "config.json"), "HWGEN_SIM_RESULT": str(work / "result.json")}
     try:
         runner.run(build_dir, work, plusargs, env, waves=waves)
@@ -163,19 +194,19 @@ def _check_run(design, result: dict, runs: int, timeout: int, loc) -> None:
     if result.get("earlier_runs", 0) != runs - 1:
         raise SimulationError(
             f"kernel '{name}': run {result['earlier_runs'] + 1} of {runs} (without a reset "
-            f"after the first) did not finish within {timeout} cycles", loc
+            f"after the first) did not finish within {timeout} cycles",
+            loc,
         )
     if result.get("timeout"):
         raise SimulationError(
-            f"kernel '{name}' did not finish within {timeout} cycles (predicted "
-            f"{predicted}): the hardware hangs", loc
+            f"kernel '{name}' did not finish within {timeout} cycles (predicted {predicted}): the hardware hangs", loc
         )
     if result["fault"]:
         raise SimulationError(f"kernel '{name}' accessed DRAM outside the simulated memory", loc)
     if result["measured"] != result["cycles"]:
         raise SimulationError(
-            f"kernel '{name}': its cycle counter says {result['cycles']} but "
-            f"{result['measured']} clock cycles passed", loc
+            f"kernel '{name}': its cycle counter says {result['cycles']} but {result['measured']} clock cycles passed",
+            loc,
         )
     for g in design.program.groups:
         if result["results"][f"overflow_{g.name}"]:
@@ -190,7 +221,8 @@ def _outputs(design, layout, image, result: dict, work: Path, loc) -> list:
     if len(stray):
         raise SimulationError(
             f"kernel '{kernel.name}' wrote DRAM outside its outputs ({len(stray)} words, "
-            f"first at word {int(stray[0])})", loc
+            f"first at word {int(stray[0])})",
+            loc,
         )
     outs = []
     scalars = {s.name: s for s in design.program.scalar_outs}
@@ -212,8 +244,15 @@ def _keep_waves(name: str, work: Path, out_dir) -> str:
     return path
 
 
-def verify(kernel, args, waves: bool = False, dram: DramConfig | None = None, seed=None,
-           target: str | None = None, runs: int = 1) -> SimResult:
+def verify(
+    kernel,
+    args,
+    waves: bool = False,
+    dram: DramConfig | None = None,
+    seed=None,
+    target: str | None = None,
+    runs: int = 1,
+) -> SimResult:
     loc = user_loc()
     expected = kernel(*args)
     sim = simulate(kernel, args, waves=waves, dram=dram, seed=seed, target=target, runs=runs)
@@ -228,6 +267,11 @@ def verify(kernel, args, waves: bool = False, dram: DramConfig | None = None, se
             where = f" at index {index}" if index else ""
             raise MismatchError(
                 f"kernel '{kernel.name}': output '{port.name}' differs from the golden model"
-                f"{where}: expected {ev}, got {gv}", port.name, index, ev, gv, loc
+                f"{where}: expected {ev}, got {gv}",
+                port.name,
+                index,
+                ev,
+                gv,
+                loc,
             )
     return sim

@@ -12,7 +12,8 @@ Fixed costs of the controllers and transfer units:
                   round trip, default FIFO depth and send times of a link (link_round_trip,
                   link_depth, link_send_cycle, link_cycles): hw/link.py
 
-Pipeline timing of a Pipe's datapath: at which stage each expression node is computed. Scheduling is as-soon-as-possible with
+Pipeline timing of a Pipe's datapath: at which stage each expression node is computed.
+Scheduling is as-soon-as-possible with
 chaining: a node is computed in the stage of its latest operand unless the combinational
 depth in that stage would exceed `BUDGET`, in which case it moves one stage later (its
 operands are registered). A multiplier takes its operands from flip-flops (an operand made
@@ -111,7 +112,7 @@ def csd_terms(c: int) -> list:
 
 def pair_up(terms: list, add) -> list:
     """One level of a balanced adder tree over signed terms (an odd one out passes through)."""
-    pairs = [terms[j:j + 2] for j in range(0, len(terms), 2)]
+    pairs = [terms[j : j + 2] for j in range(0, len(terms), 2)]
     return [p[0] if len(p) == 1 else add(*p) for p in pairs]
 
 
@@ -129,6 +130,7 @@ def shift_add_levels(c: int) -> int:
         levels += 1
     return levels + (0 if signs[0] else 1)
 
+
 BUDGET = 4
 
 _REGISTERED = {"mul": 1, "floordiv": 1, "mod": 1}  # latency of ops with an output register
@@ -139,8 +141,13 @@ def wide_mul(node) -> bool:
     """A product of two variable operands wider than one DSP block: built from 16-bit partial
     products (each made in a DSP block with its operands and product registered, then
     registered again in the fabric, near the adders) and their sum (registered): four cycles."""
-    return (isinstance(node, ir.Binary) and node.op == "mul" and node.dtype.bits > DSP_BITS
-            and not isinstance(node.a, ir.Const) and not isinstance(node.b, ir.Const))
+    return (
+        isinstance(node, ir.Binary)
+        and node.op == "mul"
+        and node.dtype.bits > DSP_BITS
+        and not isinstance(node.a, ir.Const)
+        and not isinstance(node.b, ir.Const)
+    )
 
 
 ROM_MIN = 32  # tables of at least this many entries are ROMs (block RAM), read in 2 cycles
@@ -365,8 +372,10 @@ def schedule(exprs, reads, spread=None, spread_index=None, far=None) -> Timing:
             visit(o)
         if isinstance(node, ir.MemRead):
             lat, before, after = reads(node.mem)
-            ready = [(s + 1, 0) if spread_index is not None and spread_index(node, i) else (s, d)
-                     for i, (s, d) in zip(node.idx, map(timing.ready, node.idx))]
+            ready = [
+                (s + 1, 0) if spread_index is not None and spread_index(node, i) else (s, d)
+                for i, (s, d) in zip(node.idx, map(timing.ready, node.idx))
+            ]
             s, d = place_at(ready, before, lat, after)
         elif (split := split_shift(node)) is not None:
             before, after = split
@@ -376,8 +385,7 @@ def schedule(exprs, reads, spread=None, spread_index=None, far=None) -> Timing:
             ready = [timing.ready(c) for c in ir.children(node)]
             if from_flipflop(node):  # the route to a DSP block is long; adders start the tree
                 wide = [spread is not None and multiplier(node) and spread(node, c) for c in ir.children(node)]
-                ready = [(s + 2, 0) if far else (s + 1, 0) if d > 0 else (s, d)
-                         for (s, d), far in zip(ready, wide)]
+                ready = [(s + 2, 0) if far else (s + 1, 0) if d > 0 else (s, d) for (s, d), far in zip(ready, wide)]
             latency = latency_of(node)
             if far is not None and multiplier(node) and not wide_mul(node) and far(node):
                 timing.far.add(node)

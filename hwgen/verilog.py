@@ -71,7 +71,11 @@ class _Yosys:
         if self.binary is _BuiltinYosys:
             self.popen = subprocess.Popen(
                 [sys.executable, "-m", self.binary.YOSYS_PACKAGE, *args],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, encoding="utf-8")
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                encoding="utf-8",
+            )
 
     def run(self, stdin: str) -> str:
         if self.popen is None:
@@ -220,8 +224,7 @@ def _resolve_value(self, value):
 def _fast_values():
     """Amaranth's netlist values built and resolved by the same rules, faster, while the
     netlist is built and written (then Amaranth's own again)."""
-    saved = (_nir.Value.__new__, _nir.Netlist.resolve_value, _Net.__dict__["from_cell"],
-             _Net.__dict__["from_const"])
+    saved = (_nir.Value.__new__, _nir.Netlist.resolve_value, _Net.__dict__["from_cell"], _Net.__dict__["from_const"])
     _nir.Value.__new__, _nir.Netlist.resolve_value = staticmethod(_value_new), _resolve_value
     _Net.from_cell, _Net.from_const = classmethod(_net_from_cell), classmethod(_net_from_const)
     try:
@@ -252,8 +255,7 @@ def _compute_net_flows(netlist: _nir.Netlist) -> None:
     module skipped before a call: the same flows, entered in the same order."""
     lca = {}
     modules = netlist.modules
-    internal, output, input_ = (_nir.ModuleNetFlow.Internal, _nir.ModuleNetFlow.Output,
-                                _nir.ModuleNetFlow.Input)
+    internal, output, input_ = (_nir.ModuleNetFlow.Internal, _nir.ModuleNetFlow.Output, _nir.ModuleNetFlow.Input)
     for cell_idx, cell in enumerate(netlist.cells):
         flow = modules[cell.module_idx].net_flow
         for net in cell.output_nets(cell_idx):
@@ -295,8 +297,7 @@ def _compute_net_flows(netlist: _nir.Netlist) -> None:
 
 # cells whose every output bit may depend combinationally on every input net (a superset of
 # their `comb_edges_to`), and cells whose outputs depend on no input but these nets
-_COMB_ALL_INPUTS = (_nir.Operator, _nir.Part, _nir.Matches, _nir.PriorityMatch,
-                    _nir.AssignmentList, _nir.AsyncReadPort)
+_COMB_ALL_INPUTS = (_nir.Operator, _nir.Part, _nir.Matches, _nir.PriorityMatch, _nir.AssignmentList, _nir.AsyncReadPort)
 _NO_COMB_INPUT = (_nir.Top, _nir.SyncReadPort, _nir.Initial, _nir.AnyValue, _nir.Instance)
 
 
@@ -349,7 +350,7 @@ def _comb_inputs(cell, idx: int):
         return (cell.clk, cell.arst)
     if isinstance(cell, _NO_COMB_INPUT):
         return ()
-    return {net for out in cell.output_nets(idx) for net, _ in cell.comb_edges_to(out & 0xffff)}
+    return {net for out in cell.output_nets(idx) for net, _ in cell.comb_edges_to(out & 0xFFFF)}
 
 
 def _has_cycle(preds: list) -> bool:
@@ -395,8 +396,7 @@ class _Emitter(rtlil.ModuleEmitter):
         # Amaranth's, each cell's output nets made in one step
         for cell_idx in self.module.cells:
             cell = self.netlist.cells[cell_idx]
-            if isinstance(cell, (_nir.Operator, _nir.Part, _nir.AnyValue,
-                                 _nir.SyncReadPort, _nir.AsyncReadPort)):
+            if isinstance(cell, (_nir.Operator, _nir.Part, _nir.AnyValue, _nir.SyncReadPort, _nir.AsyncReadPort)):
                 width = cell.width
             elif isinstance(cell, _nir.FlipFlop):
                 width = len(cell.data)
@@ -414,9 +414,20 @@ class _Emitter(rtlil.ModuleEmitter):
                 nets = [_nir.Net.from_cell(cell_idx, start + bit) for bit in range(width)]
                 self.instance_wires[cell_idx, name] = self.emit_driven_wire(_nir.Value(nets))
             return
-        if isinstance(cell, (_nir.Top, _nir.PriorityMatch, _nir.Matches, _nir.SyncPrint,
-                             _nir.AsyncPrint, _nir.SyncProperty, _nir.AsyncProperty, _nir.Memory,
-                             _nir.SyncWritePort)):
+        if isinstance(
+            cell,
+            (
+                _nir.Top,
+                _nir.PriorityMatch,
+                _nir.Matches,
+                _nir.SyncPrint,
+                _nir.AsyncPrint,
+                _nir.SyncProperty,
+                _nir.AsyncProperty,
+                _nir.Memory,
+                _nir.SyncWritePort,
+            ),
+        ):
             return
         if isinstance(cell, _nir.Initial):
             width = 1
@@ -477,17 +488,22 @@ class _Emitter(rtlil.ModuleEmitter):
         # 64 K bits: 64 K nets); the same constant, written directly
         mask = (1 << cell.width) - 1
         bits = "".join(f"{row & mask:0{cell.width}b}" for row in reversed(cell.init))
-        self.builder.cell("$meminit_v2", ports={
-            "ADDR": "{  }",
-            "DATA": f"{len(bits)}'{bits}" if bits else "{  }",
-            "EN": f"{cell.width}'{'1' * cell.width}" if cell.width else "{  }",
-        }, parameters={
-            "MEMID": self.memories[cell_idx].memid,
-            "ABITS": 0,
-            "WIDTH": cell.width,
-            "WORDS": cell.depth,
-            "PRIORITY": 0,
-        }, src_loc=cell.src_loc)
+        self.builder.cell(
+            "$meminit_v2",
+            ports={
+                "ADDR": "{  }",
+                "DATA": f"{len(bits)}'{bits}" if bits else "{  }",
+                "EN": f"{cell.width}'{'1' * cell.width}" if cell.width else "{  }",
+            },
+            parameters={
+                "MEMID": self.memories[cell_idx].memid,
+                "ABITS": 0,
+                "WIDTH": cell.width,
+                "WORDS": cell.depth,
+                "PRIORITY": 0,
+            },
+            src_loc=cell.src_loc,
+        )
 
 
 # Block RAMs are written before they are read, so their all-zero initial contents carry no

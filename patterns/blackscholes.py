@@ -22,8 +22,14 @@ def cndf(x):
 
 
 @hw.kernel(tile={"i": 960})
-def blackscholes(spot: hw.Array[fx, N], strike: hw.Array[fx, N], rate: hw.Array[fx, N],
-                 vol: hw.Array[fx, N], years: hw.Array[fx, N], is_put: hw.Array[hw.int32, N]) -> hw.Array[fx, N]:
+def blackscholes(
+    spot: hw.Array[fx, N],
+    strike: hw.Array[fx, N],
+    rate: hw.Array[fx, N],
+    vol: hw.Array[fx, N],
+    years: hw.Array[fx, N],
+    is_put: hw.Array[hw.int32, N],
+) -> hw.Array[fx, N]:
     def price(i):
         s, k, r, v, t = spot[i], strike[i], rate[i], vol[i], years[i]
         v_sqrt_t = v * hw.sqrt(t)

@@ -11,8 +11,9 @@ R, C = 512, 32
 
 
 @hw.kernel(tile={"r": 64, "a": 32, "b": 32}, par={"b": 16})
-def gda(x: hw.Array[int32, R, C], y: hw.Array[int32, R], mu0: hw.Array[int32, C],
-        mu1: hw.Array[int32, C]) -> hw.Array[int32, C, C]:
+def gda(
+    x: hw.Array[int32, R, C], y: hw.Array[int32, R], mu0: hw.Array[int32, C], mu1: hw.Array[int32, C]
+) -> hw.Array[int32, C, C]:
     def centred(r, c):
         return x[r, c] - hw.where(y[r] == 1, mu1[c], mu0[c])
 

@@ -16,8 +16,7 @@ def gemm(a: hw.Array[int32, M, K], b: hw.Array[int32, K, N]) -> hw.Array[int32, 
 
 def inputs(seed=0):
     rng = np.random.default_rng(seed)
-    return (rng.integers(-1000, 1000, (M, K), dtype=np.int32),
-            rng.integers(-1000, 1000, (K, N), dtype=np.int32))
+    return (rng.integers(-1000, 1000, (M, K), dtype=np.int32), rng.integers(-1000, 1000, (K, N), dtype=np.int32))
 
 
 def reference(a, b):

@@ -21,8 +21,7 @@ def kmeans(points: hw.Array[int32, N, D], centroids: hw.Array[int32, K, D]) -> h
 
     sums = hw.multifold(N, hw.zeros((K, D), int32), lambda i: (nearest(i), hw.map(D, lambda e: points[i, e])))
     counts = hw.multifold(N, hw.zeros(K, int32), lambda j: (nearest(j), 1))
-    return hw.map((K, D), lambda c, f: hw.where(counts[c] > 0, sums[c, f] // hw.maximum(counts[c], 1),
-                                                centroids[c, f]))
+    return hw.map((K, D), lambda c, f: hw.where(counts[c] > 0, sums[c, f] // hw.maximum(counts[c], 1), centroids[c, f]))
 
 
 def inputs(seed=0):

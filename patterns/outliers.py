@@ -25,5 +25,5 @@ def reference(readings, level, limit):
     """Plain numpy, written independently of hwgen."""
     where = np.flatnonzero(np.abs(readings.astype(np.int64) - level) > limit)
     out = np.zeros(N, np.int64)
-    out[:len(where)] = where
+    out[: len(where)] = where
     return out, np.int64(len(where))

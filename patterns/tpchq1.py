@@ -14,8 +14,14 @@ CUTOFF = 10_470  # 1998-09-02, in days since 1970-01-01
 
 
 @hw.kernel(tile={"i": 512})
-def tpchq1(flag: hw.Array[int32, N], status: hw.Array[int32, N], shipdate: hw.Array[int32, N],
-           quantity: hw.Array[int32, N], price: hw.Array[int32, N], discount: hw.Array[int32, N]):
+def tpchq1(
+    flag: hw.Array[int32, N],
+    status: hw.Array[int32, N],
+    shipdate: hw.Array[int32, N],
+    quantity: hw.Array[int32, N],
+    price: hw.Array[int32, N],
+    discount: hw.Array[int32, N],
+):
     def line(i):
         shipped = shipdate[i] <= CUTOFF
         base = price[i].astype(int64)
@@ -23,8 +29,12 @@ def tpchq1(flag: hw.Array[int32, N], status: hw.Array[int32, N], shipdate: hw.Ar
         def keep(v):
             return hw.where(shipped, v, 0)
 
-        return flag[i] * 2 + status[i], (keep(quantity[i].astype(int64)), keep(base),
-                                         keep(base * (100 - discount[i])), keep(np.int64(1)))
+        return flag[i] * 2 + status[i], (
+            keep(quantity[i].astype(int64)),
+            keep(base),
+            keep(base * (100 - discount[i])),
+            keep(np.int64(1)),
+        )
 
     keys, totals, groups = hw.groupby_fold(N, line, max_keys=8)
     return keys, totals, groups
@@ -57,7 +67,7 @@ def reference(flag, status, shipdate, quantity, price, discount):
             row[3] += 1
     keys = np.zeros(8, np.int32)
     totals = np.zeros((8, 4), np.int64)
-    keys[:len(order)] = order
+    keys[: len(order)] = order
     for slot, key in enumerate(order):
         totals[slot] = sums[key]
     return keys, totals, np.int64(len(order))

@@ -13,8 +13,9 @@ YEAR_START = 8766  # 1994-01-01, in days since 1970-01-01
 
 
 @hw.kernel(tile={"i": 3840}, par={"i": 4})
-def tpchq6(shipdate: hw.Array[int32, N], quantity: hw.Array[int32, N], discount: hw.Array[int32, N],
-           price: hw.Array[int32, N]) -> int64:
+def tpchq6(
+    shipdate: hw.Array[int32, N], quantity: hw.Array[int32, N], discount: hw.Array[int32, N], price: hw.Array[int32, N]
+) -> int64:
     def revenue(i):
         shipped = (shipdate[i] >= YEAR_START) & (shipdate[i] < YEAR_START + 365)
         wanted = shipped & (discount[i] >= 5) & (discount[i] <= 7) & (quantity[i] < 24)
@@ -34,6 +35,7 @@ def inputs(seed=0):
 
 def reference(shipdate, quantity, discount, price):
     """Plain numpy, written independently of hwgen."""
-    keep = ((shipdate >= YEAR_START) & (shipdate < YEAR_START + 365) & (discount >= 5)
-            & (discount <= 7) & (quantity < 24))
+    keep = (
+        (shipdate >= YEAR_START) & (shipdate < YEAR_START + 365) & (discount >= 5) & (discount <= 7) & (quantity < 24)
+    )
     return np.int64(np.sum(price[keep].astype(np.int64) * discount[keep]))

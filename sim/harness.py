@@ -31,8 +31,16 @@ def tb_verilog(design) -> str:
     wb = top.word_bits
     addr = cfg.addr_bits
     tag = top.tag_bits
-    ports = ["output reg clk", "input rst", "input start", "output done", "output busy",
-             "output [63:0] cycles", "input dump", "output fault"]
+    ports = [
+        "output reg clk",
+        "input rst",
+        "input start",
+        "output done",
+        "output busy",
+        "output [63:0] cycles",
+        "input dump",
+        "output fault",
+    ]
     conns = [".clk(clk)", ".rst(rst)", ".start(start)", ".done(done)", ".busy(busy)", ".cycles(cycles)"]
     for p in prog.params:
         ports.append(f"input {_width(p.dtype.bits)}arg_{p.name}")
@@ -47,9 +55,19 @@ def tb_verilog(design) -> str:
         ports.append(f"output overflow_{g.name}")
         conns.append(f".overflow_{g.name}(overflow_{g.name})")
     chan = {
-        "rd_req__valid": 1, "rd_req__ready": 1, "rd_req__addr": addr, "rd_req__tag": tag,
-        "rd_resp__valid": 1, "rd_resp__ready": 1, "rd_resp__data": words * wb, "rd_resp__tag": tag,
-        "wr__valid": 1, "wr__ready": 1, "wr__addr": addr, "wr__data": words * wb, "wr__mask": words,
+        "rd_req__valid": 1,
+        "rd_req__ready": 1,
+        "rd_req__addr": addr,
+        "rd_req__tag": tag,
+        "rd_resp__valid": 1,
+        "rd_resp__ready": 1,
+        "rd_resp__data": words * wb,
+        "rd_resp__tag": tag,
+        "wr__valid": 1,
+        "wr__ready": 1,
+        "wr__addr": addr,
+        "wr__data": words * wb,
+        "wr__mask": words,
     }
     wires = [f"  wire {_width(bits)}m_{name};" for name, bits in chan.items()]
     conns += [f".mem__{name}(m_{name})" for name in chan]
@@ -67,7 +85,8 @@ def tb_verilog(design) -> str:
         f"  {design.name} dut (",
         ",\n".join("    " + c for c in conns),
         "  );",
-        f"  hwgen_dram #(.WORD_W({wb}), .WORDS({words}), .ADDR_W({addr}), .DEPTH_LOG2({depth_log2}), .TAG_W({tag})) dram (",
+        f"  hwgen_dram #(.WORD_W({wb}), .WORDS({words}), .ADDR_W({addr}), .DEPTH_LOG2({depth_log2}), "
+        f".TAG_W({tag})) dram (",
         ",\n".join("    " + c for c in [".clk(clk)", ".rst(rst)", *dram, ".dump(dump)", ".fault(fault)"]),
         "  );",
         "endmodule",
@@ -110,7 +129,7 @@ class Layout:
         words = np.full(1 << self.depth_log2, canary, dtype=np.uint64)
         for d, r in zip(self.design.program.drams, self.regions):
             if d.role == "in":
-                words[r.base:r.base + r.size] = to_words(args[d.name], d.dtype)
+                words[r.base : r.base + r.size] = to_words(args[d.name], d.dtype)
         return words
 
     def read_outputs(self, before: np.ndarray, after: np.ndarray) -> tuple:
@@ -119,8 +138,8 @@ class Layout:
         allowed = np.zeros(len(after), dtype=bool)
         for d, r in zip(self.design.program.drams, self.regions):
             if d.role == "out":
-                outs[d.name] = from_words(after[r.base:r.base + r.size], d.dtype).reshape(d.shape)
-                allowed[r.base:r.base + r.size] = True
+                outs[d.name] = from_words(after[r.base : r.base + r.size], d.dtype).reshape(d.shape)
+                allowed[r.base : r.base + r.size] = True
         stray = np.nonzero((before != after) & ~allowed)[0]
         return outs, stray
 
@@ -141,8 +160,11 @@ def from_words(words: np.ndarray, dtype) -> np.ndarray:
         return low.astype(np.bool_)
     if dtype.signed:
         sign = np.uint64(1 << (dtype.bits - 1))
-        signed = low.astype(np.int64) - ((low & sign) != 0).astype(np.int64) * (1 << dtype.bits) \
-            if dtype.bits < 64 else low.view(np.int64)
+        signed = (
+            low.astype(np.int64) - ((low & sign) != 0).astype(np.int64) * (1 << dtype.bits)
+            if dtype.bits < 64
+            else low.view(np.int64)
+        )
         return signed.astype(dtype.np)
     return low.astype(dtype.np)
 
@@ -185,30 +207,77 @@ def mesh_tb_verilog(design) -> str:
     words, wb, addr, tag = cfg.words_per_cycle, top.word_bits, cfg.addr_bits, top.tag_bits
     p = design.plan.p
     layout = MeshLayout(design)
-    ports = ["output reg clk", "input rst", "input start", "output done", "output busy",
-             "output [63:0] cycles", f"output {_width(p)}pe_done", "input dump", "output fault"]
-    conns = [".clk(clk)", ".rst(rst)", ".start(start)", ".done(done)", ".busy(busy)", ".cycles(cycles)",
-             ".pe_done(pe_done)"]
+    ports = [
+        "output reg clk",
+        "input rst",
+        "input start",
+        "output done",
+        "output busy",
+        "output [63:0] cycles",
+        f"output {_width(p)}pe_done",
+        "input dump",
+        "output fault",
+    ]
+    conns = [
+        ".clk(clk)",
+        ".rst(rst)",
+        ".start(start)",
+        ".done(done)",
+        ".busy(busy)",
+        ".cycles(cycles)",
+        ".pe_done(pe_done)",
+    ]
     for name in layout.bases:
         ports.append(f"input {_width(addr)}base_{name}")
         conns.append(f".base_{name}(base_{name})")
     chan = {
-        "rd_req__valid": 1, "rd_req__ready": 1, "rd_req__addr": addr, "rd_req__tag": tag,
-        "rd_resp__valid": 1, "rd_resp__ready": 1, "rd_resp__data": words * wb, "rd_resp__tag": tag,
-        "wr__valid": 1, "wr__ready": 1, "wr__addr": addr, "wr__data": words * wb, "wr__mask": words,
+        "rd_req__valid": 1,
+        "rd_req__ready": 1,
+        "rd_req__addr": addr,
+        "rd_req__tag": tag,
+        "rd_resp__valid": 1,
+        "rd_resp__ready": 1,
+        "rd_resp__data": words * wb,
+        "rd_resp__tag": tag,
+        "wr__valid": 1,
+        "wr__ready": 1,
+        "wr__addr": addr,
+        "wr__data": words * wb,
+        "wr__mask": words,
     }
     wires, drams = [f"  wire {_width(p)}faults;", "  assign fault = |faults;"], []
     for k in range(p):
         wires += [f"  wire {_width(bits)}m{k}_{name};" for name, bits in chan.items()]
         conns += [f".mem_{k}__{name}(m{k}_{name})" for name in chan]
-        dconns = [".clk(clk)", ".rst(rst)", *[f".{name.replace('__', '_')}(m{k}_{name})" for name in chan],
-                  ".dump(dump)", f".fault(faults[{k}])"]
-        drams += [f"  hwgen_dram #(.WORD_W({wb}), .WORDS({words}), .ADDR_W({addr}), .DEPTH_LOG2({layout.depth_log2}), "
-                  f".TAG_W({tag}), .ID({k})) dram{k} (", ",\n".join("    " + c for c in dconns), "  );"]
-    lines = ["`timescale 1ns/1ps", "// Generated by hwgen: simulation top for mesh kernel " + design.name,
-             "module hwgen_tb (", ",\n".join("    " + q for q in ports), ");",
-             "  initial clk = 1'b0;", "  always #5 clk = ~clk;", *wires,
-             f"  {design.name} dut (", ",\n".join("    " + c for c in conns), "  );", *drams, "endmodule", ""]
+        dconns = [
+            ".clk(clk)",
+            ".rst(rst)",
+            *[f".{name.replace('__', '_')}(m{k}_{name})" for name in chan],
+            ".dump(dump)",
+            f".fault(faults[{k}])",
+        ]
+        drams += [
+            f"  hwgen_dram #(.WORD_W({wb}), .WORDS({words}), .ADDR_W({addr}), .DEPTH_LOG2({layout.depth_log2}), "
+            f".TAG_W({tag}), .ID({k})) dram{k} (",
+            ",\n".join("    " + c for c in dconns),
+            "  );",
+        ]
+    lines = [
+        "`timescale 1ns/1ps",
+        "// Generated by hwgen: simulation top for mesh kernel " + design.name,
+        "module hwgen_tb (",
+        ",\n".join("    " + q for q in ports),
+        ");",
+        "  initial clk = 1'b0;",
+        "  always #5 clk = ~clk;",
+        *wires,
+        f"  {design.name} dut (",
+        ",\n".join("    " + c for c in conns),
+        "  );",
+        *drams,
+        "endmodule",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -241,7 +310,7 @@ class MeshLayout(Layout):
         words = np.full(1 << self.depth_log2, canary, dtype=np.uint64)
         for (name, size, dtype, role), r in zip(self.entries, self.regions):
             if role == "in":
-                words[r.base:r.base + r.size] = to_words(args[name], dtype)
+                words[r.base : r.base + r.size] = to_words(args[name], dtype)
         return words
 
     def read_outputs(self, before: np.ndarray, after: np.ndarray) -> tuple:
@@ -251,8 +320,8 @@ class MeshLayout(Layout):
         allowed = np.zeros(len(after), dtype=bool)
         for (name, size, dtype, role), r in zip(self.entries, self.regions):
             if role in ("out", "scratch"):
-                allowed[r.base:r.base + r.size] = True
+                allowed[r.base : r.base + r.size] = True
             if role == "out":
-                outs[name] = from_words(after[r.base:r.base + r.size], dtype)
+                outs[name] = from_words(after[r.base : r.base + r.size], dtype)
         stray = np.nonzero((before != after) & ~allowed)[0]
         return outs, stray

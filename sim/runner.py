@@ -46,12 +46,22 @@ class _Runner(Verilator):
 
 def get_runner(_name: str = "verilator") -> Verilator:
     return _Runner()
+
+
 # C++ optimisation of the simulator: -O1 builds about twice as fast as -O2 and simulates about
 # half as fast; set HWGEN_CXX_OPT=-O2 for long simulations.
 CXX_OPT = os.environ.get("HWGEN_CXX_OPT", "-O1")
 # --output-split 0: one C++ file (the wheel's makefile cannot use precompiled headers)
-BUILD_ARGS = ["--timing", "--output-split", "0", "-Wno-fatal", "-Wno-lint", "-Wno-style",
-              "-CFLAGS", f"-std=c++20 {CXX_OPT}"]
+BUILD_ARGS = [
+    "--timing",
+    "--output-split",
+    "0",
+    "-Wno-fatal",
+    "-Wno-lint",
+    "-Wno-style",
+    "-CFLAGS",
+    f"-std=c++20 {CXX_OPT}",
+]
 
 
 class ToolError(Exception):
@@ -89,8 +99,18 @@ LIBRARY_OBJECTS = ("verilated", "verilated_dpi", "verilated_vpi", "verilated_tim
 def _library_dir(waves: bool) -> Path:
     """Where the design-independent objects (Verilator's runtime, cocotb's main) are kept:
     they are the same for every design, so each build after the first compiles only the design."""
-    h = hashlib.sha256(repr((BUILD_ARGS, waves, LIBRARY_OBJECTS, _verilator_pkg.__version__,
-                              cocotb.__version__, str(Path(_verilator_pkg.__file__).parent))).encode())
+    h = hashlib.sha256(
+        repr(
+            (
+                BUILD_ARGS,
+                waves,
+                LIBRARY_OBJECTS,
+                _verilator_pkg.__version__,
+                cocotb.__version__,
+                str(Path(_verilator_pkg.__file__).parent),
+            )
+        ).encode()
+    )
     return cache_root() / f"lib-{h.hexdigest()[:16]}"
 
 
@@ -130,9 +150,20 @@ def build_key(sources: dict, waves: bool) -> str:
         h.update(name.encode() + b"\0" + sources[name].encode() + b"\0")
     # the simulator links cocotb's libraries by their installed path, so a build made by
     # another installation (a deleted clone's .venv) is not reused
-    h.update(repr((BUILD_ARGS, PUBLIC_VLT, waves, LIBRARY_OBJECTS, _verilator_pkg.__version__,
-                   cocotb.__version__, str(Path(cocotb.__file__).parent),
-                   str(Path(_verilator_pkg.__file__).parent))).encode())
+    h.update(
+        repr(
+            (
+                BUILD_ARGS,
+                PUBLIC_VLT,
+                waves,
+                LIBRARY_OBJECTS,
+                _verilator_pkg.__version__,
+                cocotb.__version__,
+                str(Path(cocotb.__file__).parent),
+                str(Path(_verilator_pkg.__file__).parent),
+            )
+        ).encode()
+    )
     return h.hexdigest()[:24]
 
 
@@ -189,9 +220,13 @@ def build(sources: dict, waves: bool = False) -> tuple:
             try:
                 with _outside_pytest():
                     runner.build(
-                        sources=[str(work / n) for n in sorted(sources)], hdl_toplevel=TOP,
-                        build_dir=str(work / "obj"), build_args=args, waves=waves,
-                        timescale=("1ns", "1ps"), log_file=str(log),
+                        sources=[str(work / n) for n in sorted(sources)],
+                        hdl_toplevel=TOP,
+                        build_dir=str(work / "obj"),
+                        build_args=args,
+                        waves=waves,
+                        timescale=("1ns", "1ps"),
+                        log_file=str(log),
                     )
             except (Exception, SystemExit) as e:
                 raise ToolError(f"Verilator build failed: {e}", _tail(log)) from None
@@ -214,10 +249,16 @@ def run(build_dir: Path, work_dir: Path, plusargs: list, env: dict, waves: bool 
     try:
         with _outside_pytest():
             runner.test(
-                test_module="hwgen_sim.testbench", hdl_toplevel=TOP, hdl_toplevel_lang="verilog",
+                test_module="hwgen_sim.testbench",
+                hdl_toplevel=TOP,
+                hdl_toplevel_lang="verilog",
                 build_dir=str(build_dir / "obj"),
-                test_dir=str(work_dir), plusargs=plusargs, extra_env=env, waves=waves,
-                results_xml=str(work_dir / "results.xml"), log_file=str(log),
+                test_dir=str(work_dir),
+                plusargs=plusargs,
+                extra_env=env,
+                waves=waves,
+                results_xml=str(work_dir / "results.xml"),
+                log_file=str(log),
                 test_args=["--trace-file", str(work_dir / "dump.vcd")] if waves else [],
             )
     except (Exception, SystemExit) as e:

@@ -6,7 +6,6 @@ body over random integer dtypes; `random_schedule(draw, kernel)` picks tiles tha
 extent, lanes that divide each tile, and metapipelining.
 """
 
-
 import numpy as np
 from hypothesis import strategies as st
 
@@ -89,31 +88,39 @@ def random_kernel(draw):
 
         args = (arr(dts[0], X), arr(dts[1], Y))
     elif shape == "map2d":
+
         def fn(a: hw.Array[dts[0], m, n], x: hw.Array[dts[1], m], y: hw.Array[dts[2], n]):
             return hw.map((m, n), lambda i, j: _expr(draw, [lambda: a[i, j], lambda: x[i], lambda: y[j]]))
 
         args = (arr(dts[0], m, n), arr(dts[1], m), arr(dts[2], n))
     elif shape == "reduce1d":
+
         def fn(x: hw.Array[dts[0], n], y: hw.Array[dts[1], n]):
             return hw.reduce(n, lambda i: _expr(draw, [lambda: x[i], lambda: y[i]]), op)
 
         args = (arr(dts[0], n), arr(dts[1], n))
     elif shape == "reduce2d":
+
         def fn(a: hw.Array[dts[0], m, n], x: hw.Array[dts[1], n]):
             return hw.reduce((m, n), lambda i, j: _expr(draw, [lambda: a[i, j], lambda: x[j]]), op)
 
         args = (arr(dts[0], m, n), arr(dts[1], n))
     elif shape == "map_reduce":
+
         def fn(a: hw.Array[dts[0], m, n], x: hw.Array[dts[1], n]):
             return hw.map(m, lambda i: hw.reduce(n, lambda j: _expr(draw, [lambda: a[i, j], lambda: x[j]]), op))
 
         args = (arr(dts[0], m, n), arr(dts[1], n))
     elif shape == "gemm":
+
         def fn(a: hw.Array[dts[0], m, n], b: hw.Array[dts[1], n, m]):
-            return hw.map((m, m), lambda i, j: hw.reduce(n, lambda k: _expr(draw, [lambda: a[i, k], lambda: b[k, j]], 1), op))
+            return hw.map(
+                (m, m), lambda i, j: hw.reduce(n, lambda k: _expr(draw, [lambda: a[i, k], lambda: b[k, j]], 1), op)
+            )
 
         args = (arr(dts[0], m, n), arr(dts[1], n, m))
     else:
+
         def fn(a: hw.Array[dts[0], n, m]):
             return hw.reduce(n, lambda i: a[i, :] * 3, op)
 

@@ -31,7 +31,7 @@ def _payload(kind: str, k: int, cycle: int) -> dict:
     mix = (k + 1) * 0x9E3779B97F4A7C15 ^ (cycle + 1) * 0xC2B2AE3D27D4EB4F
     out = {"addr": mix % 2**ADDR_BITS}
     if kind == "wr":
-        out.update(data=mix * 0x100000001B3 % 2**(WORD_BITS * WORDS), mask=mix % 2**WORDS)
+        out.update(data=mix * 0x100000001B3 % 2 ** (WORD_BITS * WORDS), mask=mix % 2**WORDS)
     return out
 
 
@@ -91,9 +91,17 @@ def test_request_register_loads_on_a_kept_enable_copy_per_chunk():
 
     arb = Arbiter(2, 3, ADDR_BITS, WORD_BITS, WORDS)
     text = verilog.convert(arb, ports=None, name="arb")
-    for kind, name, bits in (("wr", "addr", ADDR_BITS), ("wr", "data", WORD_BITS * WORDS), ("wr", "mask", WORDS),
-                             ("rd", "addr", ADDR_BITS)):
+    for kind, name, bits in (
+        ("wr", "addr", ADDR_BITS),
+        ("wr", "data", WORD_BITS * WORDS),
+        ("wr", "mask", WORDS),
+        ("rd", "addr", ADDR_BITS),
+    ):
         chunks = -(-bits // 32)
         for c in range(chunks):
-            assert re.search(rf"\(\* keep = [^)]*\)\s*(\(\*[^)]*\)\s*)*reg {kind}_held_{name}_c{c}\b", text), (kind, name, c)
+            assert re.search(rf"\(\* keep = [^)]*\)\s*(\(\*[^)]*\)\s*)*reg {kind}_held_{name}_c{c}\b", text), (
+                kind,
+                name,
+                c,
+            )
         assert f"{kind}_held_{name}_c{chunks}" not in text

@@ -7,15 +7,14 @@ import itertools
 import math
 
 import pytest
-
 from conftest import load_pattern
+
 from hwgen.build import loop_program
-from hwgen.passes.memplan import congruent_banks
-from hwgen.passes.pipeplan import plan_pipe
 from hwgen.hw.transfer import beats_of, lanes_of, reach_banks
 from hwgen.loops import Pipe, walk
 from hwgen.passes import memplan
-from hwgen.passes.memplan import MemPlan
+from hwgen.passes.memplan import MemPlan, congruent_banks
+from hwgen.passes.pipeplan import plan_pipe
 
 
 def plan_of(shape, banks):
@@ -27,10 +26,18 @@ def plan_of(shape, banks):
     return MemPlan(mem, "sram", banks, 1)
 
 
-@pytest.mark.parametrize("shape,banks,words", [
-    ((64, 32), (1, 16), 4), ((64, 32), (1, 4), 4), ((48,), (6,), 4), ((10, 12), (2, 8), 4),
-    ((7,), (1,), 4), ((3, 40), (1, 16), 8), ((16,), (16,), 2),
-])
+@pytest.mark.parametrize(
+    "shape,banks,words",
+    [
+        ((64, 32), (1, 16), 4),
+        ((64, 32), (1, 4), 4),
+        ((48,), (6,), 4),
+        ((10, 12), (2, 8), 4),
+        ((7,), (1,), 4),
+        ((3, 40), (1, 16), 8),
+        ((16,), (16,), 2),
+    ],
+)
 def test_transfer_reach_is_exactly_the_banks_addressed(shape, banks, words):
     reach = reach_banks(shape, words, plan_of(shape, banks))
     per_row = -(-shape[-1] // words)
@@ -67,7 +74,7 @@ def test_pipe_reach_of_gda_lanes():
     for port in reads:
         banks = plans[port.mem.name].banks
         if len(port.lanes) == 16:
-            lane_banks = [((0,) * (len(banks) - 1)) + (l,) for l in range(16)]
+            lane_banks = [((0,) * (len(banks) - 1)) + (l,) for l in range(16)]  # noqa: E741
             assert port.reach == [(b,) for b in lane_banks], port.mem.name
             seen.add("parallel")
         elif math.prod(banks) == 16:

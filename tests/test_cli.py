@@ -9,23 +9,23 @@ import pytest
 from hwgen import cli
 from hwgen.errors import show_path
 
-GOOD = '''
+GOOD = """
 import hwgen as hw
 from hwgen import int16
 
 @hw.kernel(metapipeline=False)
 def double(x: hw.Array[int16, 8]) -> hw.Array[int16, 8]:
     return hw.map(8, lambda i: x[i] * 2)
-'''
+"""
 
-BAD = '''
+BAD = """
 import hwgen as hw
 from hwgen import int16
 
 @hw.kernel(metapipeline=False)
 def broken(x: hw.Array[int16, 8]) -> hw.Array[int16, 8]:
     return hw.map(8, lambda i: x[i + 1])
-'''
+"""
 
 
 def run(argv, capsys):
@@ -59,8 +59,10 @@ def test_kernel_error_points_at_user_line_and_writes_nothing(capsys, tmp_path):
     out_dir = tmp_path / "rtl"
     code, _, err = run(["build", path, "--out", str(out_dir)], capsys)
     assert code == 1
-    assert err == (f"error: {show_path(path)}:7: subscript 0 of 'x', i + 1, ranges over [1, 8] but "
-                   f"axis 0 has extent 8 (valid 0 .. 7); the access is out of bounds\n")
+    assert err == (
+        f"error: {show_path(path)}:7: subscript 0 of 'x', i + 1, ranges over [1, 8] but "
+        f"axis 0 has extent 8 (valid 0 .. 7); the access is out of bounds\n"
+    )
     assert not out_dir.exists() or list(out_dir.iterdir()) == []
 
 
@@ -99,8 +101,10 @@ def test_show_ir(capsys, tmp_path):
     assert code == 0
     assert "input x -> map0[i<8]" in out and "map0[i<8] -> result out" in out
     steps = [line.split(" (")[0] for line in out.splitlines() if line.startswith("== after ")]
-    assert steps == ["== after " + n for n in ("lower", "hoist", "metapipeline", "name", "memplan", "pipeplan",
-                                               "hardware and verilog")]
+    assert steps == [
+        "== after " + n
+        for n in ("lower", "hoist", "metapipeline", "name", "memplan", "pipeplan", "hardware and verilog")
+    ]
     assert "store store0 out_tile" in out  # controllers carry their instance names
 
 
@@ -133,20 +137,27 @@ def test_bad_latency_and_inputs(capsys, tmp_path):
     path = write(tmp_path, "good.py", GOOD)
     code, _, err = run(["sim", path, "--latency", "0"], capsys)
     assert code == 1 and err == "error: --latency must be from 1 to 200 cycles, got 0\n"
-    bad = write(tmp_path, "bad_inputs.py", GOOD + '''
+    bad = write(
+        tmp_path,
+        "bad_inputs.py",
+        GOOD
+        + """
 
 import numpy as np
 
 
 def inputs(seed=0):
     return (np.zeros(4, np.int16),)
-''')
+""",
+    )
     code, _, err = run(["sim", bad], capsys)
     line = open(bad).read().splitlines().index("def inputs(seed=0):") + 1
     assert code == 1
-    assert err == (f"error: {show_path(bad)}:{line}: inputs() returned a bad argument: argument 'x' of "
-                   f"kernel 'double': expected an int16 array of shape (8,), got an int16 array of "
-                   f"shape (4,)\n")
+    assert err == (
+        f"error: {show_path(bad)}:{line}: inputs() returned a bad argument: argument 'x' of "
+        f"kernel 'double': expected an int16 array of shape (8,), got an int16 array of "
+        f"shape (4,)\n"
+    )
 
 
 def test_sim_rejects_a_target_without_primitives(capsys, tmp_path):
@@ -159,21 +170,34 @@ def test_bench_rejects_an_unknown_router():
     """benchmarks/bench.py names a bad --router in one line and exits 1 before measuring."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     before = open(os.path.join(root, "docs", "results.json")).read()
-    r = subprocess.run([sys.executable, os.path.join(root, "benchmarks", "bench.py"), "dotproduct", "--router=router9"],
-                       capture_output=True, text=True, cwd=root, timeout=120)
+    r = subprocess.run(
+        [sys.executable, os.path.join(root, "benchmarks", "bench.py"), "dotproduct", "--router=router9"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=120,
+    )
     assert r.returncode == 1
     assert r.stderr.strip() == "error: --router must be router1 or router2, not 'router9'"
     assert open(os.path.join(root, "docs", "results.json")).read() == before
 
 
-@pytest.mark.parametrize("args", [["int8:4"], ["int16:0"], ["--router=router9"], ["--seeds=one"], ["--jobs=0"],
-                                  ["--freq=-5", "int16:4"]])
+@pytest.mark.parametrize(
+    "args", [["int8:4"], ["int16:0"], ["--router=router9"], ["--seeds=one"], ["--jobs=0"], ["--freq=-5", "int16:4"]]
+)
 def test_fmaxpar_rejects_bad_arguments(args):
     """benchmarks/fmaxpar.py names bad cases, routers, seeds or jobs in one line and exits 1
     before synthesizing anything."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    r = subprocess.run([sys.executable, os.path.join(root, "benchmarks", "fmaxpar.py"), *args],
-                       capture_output=True, text=True, cwd=root, timeout=120)
+    r = subprocess.run(
+        [sys.executable, os.path.join(root, "benchmarks", "fmaxpar.py"), *args],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=120,
+    )
     assert r.returncode == 1 and r.stdout == ""
-    assert r.stderr == ("error: usage: fmaxpar.py [--jobs=N] [--freq=MHZ] [--seeds=S,S,...] "
-                        f"[--router=router1|router2] [int16:PAR | int32:PAR ...]; got: {' '.join(args)}\n")
+    assert r.stderr == (
+        "error: usage: fmaxpar.py [--jobs=N] [--freq=MHZ] [--seeds=S,S,...] "
+        f"[--router=router1|router2] [int16:PAR | int32:PAR ...]; got: {' '.join(args)}\n"
+    )

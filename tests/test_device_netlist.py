@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from amaranth.hdl import Module, Signal, signed
 from amaranth.sim import Simulator
+from conftest import load_pattern
 
 import hwgen as hw
-from conftest import load_pattern
 from hwgen import int8, int16, int32, int64, uint8, uint16, uint32
 from hwgen.build import elaborate
 from hwgen.hw.dsp import constant_product
@@ -34,30 +34,40 @@ def deep(x: hw.Array[int16, DEEP], y: hw.Array[int16, DEEP]) -> hw.Array[int16, 
 
 
 @hw.kernel(tile={"i": 64, "j": 64, "k": 64, "l": 64}, par={"i": 2, "j": 2, "k": 2, "l": 2})
-def wide(a: hw.Array[int32, N], b: hw.Array[int32, N], c: hw.Array[uint32, N], d: hw.Array[int16, N],
-         e: hw.Array[uint16, N]) -> tuple[hw.Array[int64, N], hw.Array[int64, N], hw.Array[int32, N],
-                                         hw.Array[int32, N]]:
+def wide(
+    a: hw.Array[int32, N], b: hw.Array[int32, N], c: hw.Array[uint32, N], d: hw.Array[int16, N], e: hw.Array[uint16, N]
+) -> tuple[hw.Array[int64, N], hw.Array[int64, N], hw.Array[int32, N], hw.Array[int32, N]]:
     # products wider than one block, from 16-bit chunks (the top one signed when negative)
-    return (hw.map(N, lambda i: a[i].astype(int64) * b[i].astype(int64)),
-            hw.map(N, lambda j: c[j].astype(int64) * a[j].astype(int64)),
-            hw.map(N, lambda k: d[k].astype(int32) * e[k].astype(int32)),
-            hw.map(N, lambda l: a[l] * b[l]))
+    return (
+        hw.map(N, lambda i: a[i].astype(int64) * b[i].astype(int64)),
+        hw.map(N, lambda j: c[j].astype(int64) * a[j].astype(int64)),
+        hw.map(N, lambda k: d[k].astype(int32) * e[k].astype(int32)),
+        hw.map(N, lambda l: a[l] * b[l]),  # noqa: E741
+    )
 
 
 def inputs(kernel):
     rng = np.random.default_rng(3)
     if kernel is wide:
-        big = np.array([-2**31, 2**31 - 1, -1, 0, 1, -2**15, 2**16], np.int64)
-        a = rng.integers(-2**31, 2**31, N)
-        a[:len(big)] = big
-        b = rng.integers(-2**31, 2**31, N)
-        b[:len(big)] = big[::-1]
-        return (a.astype(np.int32), b.astype(np.int32), rng.integers(0, 2**32, N).astype(np.uint32),
-                rng.integers(-2**15, 2**15, N).astype(np.int16), rng.integers(0, 2**16, N).astype(np.uint16))
+        big = np.array([-(2**31), 2**31 - 1, -1, 0, 1, -(2**15), 2**16], np.int64)
+        a = rng.integers(-(2**31), 2**31, N)
+        a[: len(big)] = big
+        b = rng.integers(-(2**31), 2**31, N)
+        b[: len(big)] = big[::-1]
+        return (
+            a.astype(np.int32),
+            b.astype(np.int32),
+            rng.integers(0, 2**32, N).astype(np.uint32),
+            rng.integers(-(2**15), 2**15, N).astype(np.int16),
+            rng.integers(0, 2**16, N).astype(np.uint16),
+        )
     if kernel is deep:
         return tuple(rng.integers(-32768, 32768, DEEP).astype(np.int16) for _ in range(2))
-    return (rng.integers(-128, 128, N).astype(np.int8), rng.integers(-32768, 32768, N).astype(np.int16),
-            rng.integers(0, 256, N).astype(np.uint8))
+    return (
+        rng.integers(-128, 128, N).astype(np.int8),
+        rng.integers(-32768, 32768, N).astype(np.int16),
+        rng.integers(0, 256, N).astype(np.uint8),
+    )
 
 
 def test_ecp5_netlist_instantiates_device_blocks():

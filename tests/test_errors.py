@@ -1,12 +1,12 @@
 """Every user mistake raises a HwgenError whose whole message is checked, pointing at the
 user's own file and line (marked in this file by `# L:<name>` comments)."""
 
+import markers
 import numpy as np
 import pytest
 
 import hwgen as hw
 from hwgen import int16, int32
-import markers
 
 N = 16
 HERE = __file__
@@ -28,24 +28,34 @@ def total(a: hw.Array[int32, N]) -> int32:
 def test_wrong_argument_shape():
     with pytest.raises(hw.HwgenError) as e:
         total(np.zeros(3, np.int32))  # L:shape
-    check(e.value, hw.TypeMismatchError,
-          "argument 'a' of kernel 'total': expected an int32 array of shape (16,), got an int32 "
-          "array of shape (3,)", "shape")
+    check(
+        e.value,
+        hw.TypeMismatchError,
+        "argument 'a' of kernel 'total': expected an int32 array of shape (16,), got an int32 array of shape (3,)",
+        "shape",
+    )
 
 
 def test_wrong_argument_dtype():
     with pytest.raises(hw.HwgenError) as e:
         total(np.zeros(N, np.int16))  # L:dtype
-    check(e.value, hw.TypeMismatchError,
-          "argument 'a' of kernel 'total': expected an int32 array of shape (16,), got an int16 "
-          "array of shape (16,)", "dtype")
+    check(
+        e.value,
+        hw.TypeMismatchError,
+        "argument 'a' of kernel 'total': expected an int32 array of shape (16,), got an int16 array of shape (16,)",
+        "dtype",
+    )
 
 
 def test_wrong_argument_kind_and_count():
     with pytest.raises(hw.HwgenError) as e:
         total([1, 2])  # L:list
-    check(e.value, hw.TypeMismatchError,
-          "argument 'a' of kernel 'total': expected an int32 array of shape (16,) (numpy), got list", "list")
+    check(
+        e.value,
+        hw.TypeMismatchError,
+        "argument 'a' of kernel 'total': expected an int32 array of shape (16,) (numpy), got list",
+        "list",
+    )
     with pytest.raises(hw.HwgenError) as e:
         total()  # L:count
     check(e.value, hw.TypeMismatchError, "kernel 'total' takes 1 argument(s) (a), got 0", "count")
@@ -59,25 +69,43 @@ def test_wrong_scalar_argument():
     x = np.zeros(N, np.int16)
     with pytest.raises(hw.HwgenError) as e:
         scale(40000, x)  # L:range
-    check(e.value, hw.TypeMismatchError,
-          "argument 's' of kernel 'scale': 40000 is out of range for int16 [-32768, 32767]", "range")
+    check(
+        e.value,
+        hw.TypeMismatchError,
+        "argument 's' of kernel 'scale': 40000 is out of range for int16 [-32768, 32767]",
+        "range",
+    )
     with pytest.raises(hw.HwgenError) as e:
         scale(np.int32(4), x)  # L:scalar-dtype
-    check(e.value, hw.TypeMismatchError,
-          "argument 's' of kernel 'scale': expected an int16 scalar, got a numpy int32 scalar", "scalar-dtype")
+    check(
+        e.value,
+        hw.TypeMismatchError,
+        "argument 's' of kernel 'scale': expected an int16 scalar, got a numpy int32 scalar",
+        "scalar-dtype",
+    )
 
 
 def test_unknown_schedule_key():
     with pytest.raises(hw.HwgenError) as e:
+
         @hw.kernel(tile={"q": 4})  # L:tile-key
         def k(a: hw.Array[int32, N]) -> int32:
             return hw.sum(N, lambda i: a[i])
-    check(e.value, hw.ScheduleError,
-          "tile names index 'q', but kernel 'k' has no index of that name (its indices: i)", "tile-key")
+
+    check(
+        e.value,
+        hw.ScheduleError,
+        "tile names index 'q', but kernel 'k' has no index of that name (its indices: i)",
+        "tile-key",
+    )
     with pytest.raises(hw.HwgenError) as e:
         total.with_schedule(par={"z": 2})  # L:par-key
-    check(e.value, hw.ScheduleError,
-          "par names index 'z', but kernel 'total' has no index of that name (its indices: i)", "par-key")
+    check(
+        e.value,
+        hw.ScheduleError,
+        "par names index 'z', but kernel 'total' has no index of that name (its indices: i)",
+        "par-key",
+    )
 
 
 def test_malformed_schedule():
@@ -91,121 +119,186 @@ def test_malformed_schedule():
 
 def test_out_of_bounds_affine_index():
     with pytest.raises(hw.HwgenError) as e:
+
         @hw.kernel
         def k(a: hw.Array[int32, N]) -> int32:
             return hw.sum(N, lambda i: a[i + 1])  # L:oob
-    check(e.value, hw.TraceError,
-          "subscript 0 of 'a', i + 1, ranges over [1, 16] but axis 0 has extent 16 (valid 0 .. 15); "
-          "the access is out of bounds", "oob")
+
+    check(
+        e.value,
+        hw.TraceError,
+        "subscript 0 of 'a', i + 1, ranges over [1, 16] but axis 0 has extent 16 (valid 0 .. 15); "
+        "the access is out of bounds",
+        "oob",
+    )
 
 
 def test_lambda_arity_mismatch():
     with pytest.raises(hw.HwgenError) as e:
+
         @hw.kernel
         def k(a: hw.Array[int32, N, N]) -> hw.Array[int32, N]:
             return hw.map((N, N), lambda i: a[i, i])  # L:arity
-    check(e.value, hw.TraceError,
-          "the function given to hw.map takes 1 argument(s) (i) but its domain (16, 16) has 2 "
-          "dimension(s); give one index parameter per dimension", "arity")
+
+    check(
+        e.value,
+        hw.TraceError,
+        "the function given to hw.map takes 1 argument(s) (i) but its domain (16, 16) has 2 "
+        "dimension(s); give one index parameter per dimension",
+        "arity",
+    )
 
 
 def test_unknown_reduce_op():
     with pytest.raises(hw.HwgenError) as e:
+
         @hw.kernel
         def k(a: hw.Array[int32, N]) -> int32:
             return hw.reduce(N, lambda i: a[i], "avg")  # L:op
-    check(e.value, hw.TraceError,
-          "unknown reduce op 'avg'; expected one of '+' '*' 'max' 'min' '&' '|' '^' or an "
-          "associative callable(a, b)", "op")
+
+    check(
+        e.value,
+        hw.TraceError,
+        "unknown reduce op 'avg'; expected one of '+' '*' 'max' 'min' '&' '|' '^' or an associative callable(a, b)",
+        "op",
+    )
 
 
 def test_index_name_used_twice():
     with pytest.raises(hw.HwgenError) as e:
+
         @hw.kernel
         def k(a: hw.Array[int32, N]) -> int32:
             s = hw.sum(N, lambda i: a[i])
             return s + hw.max(N, lambda i: a[i])  # L:twice
+
     first = line_of("twice") - 1
-    check(e.value, hw.TraceError,
-          f"index name 'i' is used twice in kernel 'k' (first at line {first}); give "
-          f"each lambda parameter its own name, schedules refer to indices by name", "twice")
+    check(
+        e.value,
+        hw.TraceError,
+        f"index name 'i' is used twice in kernel 'k' (first at line {first}); give "
+        f"each lambda parameter its own name, schedules refer to indices by name",
+        "twice",
+    )
 
 
 def test_python_control_flow_on_traced_value():
     with pytest.raises(hw.HwgenError) as e:
+
         @hw.kernel
         def k(a: hw.Array[int32, N]) -> int32:
             return hw.sum(N, lambda i: a[i] if a[i] > 0 else 0)  # L:bool
-    check(e.value, hw.TraceError,
-          "a traced value has no Python truth value (it is known only in hardware): use "
-          "hw.where(cond, a, b) instead of if/and/or/not, and & | ~ to combine conditions", "bool")
+
+    check(
+        e.value,
+        hw.TraceError,
+        "a traced value has no Python truth value (it is known only in hardware): use "
+        "hw.where(cond, a, b) instead of if/and/or/not, and & | ~ to combine conditions",
+        "bool",
+    )
 
 
 def test_result_annotation_mismatch():
     with pytest.raises(hw.HwgenError) as e:
+
         @hw.kernel  # L:result
         def k(a: hw.Array[int32, N]) -> hw.Array[int16, N]:
             return hw.map(N, lambda i: a[i])
-    check(e.value, hw.TypeMismatchError,
-          "the result of kernel 'k' is an int32 array of shape (16,), but the annotation says an "
-          "int16 array of shape (16,); convert with .astype(...)", "result")
+
+    check(
+        e.value,
+        hw.TypeMismatchError,
+        "the result of kernel 'k' is an int32 array of shape (16,), but the annotation says an "
+        "int16 array of shape (16,); convert with .astype(...)",
+        "result",
+    )
 
 
 def test_data_dependent_subscript_and_floats():
     with pytest.raises(hw.HwgenError) as e:
+
         @hw.kernel
         def k(a: hw.Array[int32, N], b: hw.Array[int32, N]) -> int32:
             return hw.sum(N, lambda i: a[b[i]])  # L:gather
-    check(e.value, hw.TraceError,
-          "subscript 0 of 'a' is a data value (int32); subscripts must be affine expressions of "
-          "index variables", "gather")
+
+    check(
+        e.value,
+        hw.TraceError,
+        "subscript 0 of 'a' is a data value (int32); subscripts must be affine expressions of index variables",
+        "gather",
+    )
     with pytest.raises(hw.HwgenError) as e:
+
         @hw.kernel
         def k2(a: hw.Array[int32, N]) -> int32:
             return hw.sum(N, lambda i: a[i] * 2.5)  # L:float
-    check(e.value, hw.TypeMismatchError,
-          "the float 2.5 cannot be used: hwgen has integer types only", "float")
+
+    check(e.value, hw.TypeMismatchError, "the float 2.5 cannot be used: hwgen has integer types only", "float")
 
 
 def test_numpy_function_on_traced_value():
     with pytest.raises(hw.HwgenError) as e:
+
         @hw.kernel
         def k(a: hw.Array[int32, N]) -> int32:
             return hw.sum(N, lambda i: np.abs(a[i]))  # L:ufunc
-    check(e.value, hw.TraceError,
-          "numpy functions cannot take traced values; inside a kernel use Python operators and "
-          "hwgen's functions (hw.where, hw.maximum, hw.sum, ...)", "ufunc")
+
+    check(
+        e.value,
+        hw.TraceError,
+        "numpy functions cannot take traced values; inside a kernel use Python operators and "
+        "hwgen's functions (hw.where, hw.maximum, hw.sum, ...)",
+        "ufunc",
+    )
 
 
 def test_weak_python_int_out_of_range():
     with pytest.raises(hw.HwgenError) as e:
+
         @hw.kernel
         def k(a: hw.Array[int16, N]) -> hw.Array[int16, N]:
             return hw.map(N, lambda i: a[i] + 40000)  # L:weak
-    check(e.value, hw.TypeMismatchError,
-          "the Python integer 40000 is out of bounds for int16 in '+' (numpy raises "
-          "OverflowError); convert explicitly with .astype(...)", "weak")
+
+    check(
+        e.value,
+        hw.TypeMismatchError,
+        "the Python integer 40000 is out of bounds for int16 in '+' (numpy raises "
+        "OverflowError); convert explicitly with .astype(...)",
+        "weak",
+    )
 
 
 def test_unsigned_and_signed_64_bit_promote_to_float():
     with pytest.raises(hw.HwgenError) as e:
+
         @hw.kernel
         def k(a: hw.Array[hw.int64, N], b: hw.Array[hw.uint64, N]) -> hw.Array[hw.int64, N]:
             return hw.map(N, lambda i: a[i] + b[i])  # L:float64
-    check(e.value, hw.TypeMismatchError,
-          "mixing int64 and uint64 promotes to float64 in numpy, which hwgen does not support; "
-          "convert one side explicitly with .astype(...)", "float64")
+
+    check(
+        e.value,
+        hw.TypeMismatchError,
+        "mixing int64 and uint64 promotes to float64 in numpy, which hwgen does not support; "
+        "convert one side explicitly with .astype(...)",
+        "float64",
+    )
 
 
 def test_sum_of_bools_is_ambiguous():
     with pytest.raises(hw.HwgenError) as e:
+
         @hw.kernel
         def k(a: hw.Array[int32, N]) -> hw.bool_:
             return hw.sum(N, lambda i: a[i] > 0)  # L:boolsum
-    check(e.value, hw.TypeMismatchError,
-          "reducing bool_ values with '+' is ambiguous (numpy would count them as int64, hwgen "
-          "accumulates in the values' dtype): use .astype(int32) to count, or op '|' / '&' for "
-          "any / all", "boolsum")
+
+    check(
+        e.value,
+        hw.TypeMismatchError,
+        "reducing bool_ values with '+' is ambiguous (numpy would count them as int64, hwgen "
+        "accumulates in the values' dtype): use .astype(int32) to count, or op '|' / '&' for "
+        "any / all",
+        "boolsum",
+    )
 
 
 def test_tile_that_does_not_divide():
@@ -217,14 +310,22 @@ def test_tile_that_does_not_divide():
 def test_par_must_divide_its_tile():
     with pytest.raises(hw.HwgenError) as e:
         total.with_schedule(tile={"i": 8}, par={"i": 3})  # L:par-divide
-    check(e.value, hw.ScheduleError,
-          "par 3 for index 'i' needs its tile size (8) to be a multiple of 3: lanes run inside a "
-          "tile; use a tile size that is a multiple of 3", "par-divide")
+    check(
+        e.value,
+        hw.ScheduleError,
+        "par 3 for index 'i' needs its tile size (8) to be a multiple of 3: lanes run inside a "
+        "tile; use a tile size that is a multiple of 3",
+        "par-divide",
+    )
     with pytest.raises(hw.HwgenError) as e:
         total.with_schedule(par={"i": 3})  # L:par-untiled
-    check(e.value, hw.ScheduleError,
-          "par 3 for index 'i' needs tiles of a multiple of 3 elements, which do not divide its "
-          "extent 16; choose lanes that divide 16", "par-untiled")
+    check(
+        e.value,
+        hw.ScheduleError,
+        "par 3 for index 'i' needs tiles of a multiple of 3 elements, which do not divide its "
+        "extent 16; choose lanes that divide 16",
+        "par-untiled",
+    )
 
 
 def test_par_without_a_tile_gets_the_smallest_tile_its_lanes_need():
@@ -242,10 +343,14 @@ def test_parallel_access_the_banking_cannot_serve():
 
     with pytest.raises(hw.HwgenError) as e:
         diagonal_sums.elaborate()
-    check(e.value, hw.ScheduleError,
-          "cannot serve the read x[i + j] (the tile of 'x') with these parallel lanes: lanes "
-          "(i=0, j=1) and (i=1, j=0) need the same element in the same cycle; choose par so that "
-          "each lane touches its own element", "conflict")
+    check(
+        e.value,
+        hw.ScheduleError,
+        "cannot serve the read x[i + j] (the tile of 'x') with these parallel lanes: lanes "
+        "(i=0, j=1) and (i=1, j=0) need the same element in the same cycle; choose par so that "
+        "each lane touches its own element",
+        "conflict",
+    )
 
 
 def test_missing_annotation():
@@ -256,7 +361,8 @@ def test_missing_annotation():
         hw.kernel(k)  # L:noann-call
     assert e.value.message == (
         "kernel parameter 'a' has no annotation; annotate it as hw.Array[dtype, *shape] (an "
-        "array in DRAM) or a dtype (a scalar)")
+        "array in DRAM) or a dtype (a scalar)"
+    )
     assert e.value.line == line_of("noann-call")
 
 
@@ -267,16 +373,22 @@ def test_custom_op_fold_order_under_tiling():
 
     with pytest.raises(hw.HwgenError) as e:
         last_positive.elaborate()
-    check(e.value, hw.ScheduleError,
-          "the custom reduce op folds in index order, but tiling 'k' by 2 and also splitting 'm' "
-          "into tiles would visit the indices tile by tile; tile 'm' by its whole extent (4), or "
-          "leave 'k' untiled", "fold")
+    check(
+        e.value,
+        hw.ScheduleError,
+        "the custom reduce op folds in index order, but tiling 'k' by 2 and also splitting 'm' "
+        "into tiles would visit the indices tile by tile; tile 'm' by its whole extent (4), or "
+        "leave 'k' untiled",
+        "fold",
+    )
     x = np.arange(16, dtype=np.int32).reshape(4, 4) - 8
     assert last_positive.with_schedule(tile={"k": 2, "m": 4}).verify(x).outputs == 7
 
 
-ORDER_MSG = ("{what}, but tiling 'i' by 4 and also splitting 'j' into tiles would visit the indices "
-             "tile by tile; tile 'j' by its whole extent (6), or leave 'i' untiled")
+ORDER_MSG = (
+    "{what}, but tiling 'i' by 4 and also splitting 'j' into tiles would visit the indices "
+    "tile by tile; tile 'j' by its whole extent (6), or leave 'i' untiled"
+)
 
 
 @pytest.mark.parametrize("tile", [{"i": 4, "j": 2}, {"i": 4}])
@@ -300,10 +412,12 @@ def test_index_order_patterns_under_tiling(tile):
     def last_positive(x: hw.Array[int32, 8, 6], z: hw.Array[int32, 2]):
         return hw.multifold((8, 6), z, lambda i, j: (j % 2, x[i, j]), op=last)  # L:order-multifold
 
-    cases = [(positives, "hw.filter / hw.flatmap keeps its values in index order", "order-filter"),
-             (emits, "hw.filter / hw.flatmap keeps its values in index order", "order-flatmap"),
-             (groups, "hw.groupby_fold orders its groups by first appearance in index order", "order-group"),
-             (last_positive, "the custom multifold op folds in index order", "order-multifold")]
+    cases = [
+        (positives, "hw.filter / hw.flatmap keeps its values in index order", "order-filter"),
+        (emits, "hw.filter / hw.flatmap keeps its values in index order", "order-flatmap"),
+        (groups, "hw.groupby_fold orders its groups by first appearance in index order", "order-group"),
+        (last_positive, "the custom multifold op folds in index order", "order-multifold"),
+    ]
     for kernel, what, marker in cases:
         with pytest.raises(hw.HwgenError) as e:
             kernel.with_schedule(tile=tile).elaborate()
@@ -315,6 +429,7 @@ def test_tile_of_a_helper_index_over_two_extents():
     def two_sizes(x: hw.Array[int32, 8], y: hw.Array[int32, 4]) -> hw.Array[int32, 2]:
         def norm(a, n):
             return hw.sum(n, lambda i: a[i] * a[i])
+
         return hw.map(2, lambda r: hw.where(r == 0, norm(x, 8), norm(y, 4)))
 
     with pytest.raises(hw.HwgenError) as e:

@@ -12,17 +12,17 @@ import re
 
 import numpy as np
 import pytest
+from conftest import load_pattern
 
 import hwgen as hw
-from conftest import load_pattern
 from hwgen import int16, ir
 from hwgen.build import loop_program
 from hwgen.hw.datapath import FANOUT
-from hwgen.passes.pipeplan import broadcast, pipe_exprs, plan_pipe
-from hwgen.timing import latency_of, multiplier
 from hwgen.loops import Pipe, walk
 from hwgen.passes import memplan
 from hwgen.passes.memplan import BANK_FANOUT
+from hwgen.passes.pipeplan import broadcast, pipe_exprs, plan_pipe
+from hwgen.timing import latency_of, multiplier
 
 
 def products(app):
@@ -144,6 +144,7 @@ def colsum(K: int, lanes: int):
     @hw.kernel(tile={"i": 32, "j": K}, par={"j": lanes})
     def colsum(x: hw.Array[hw.int32, 64, K]) -> hw.Array[hw.int32, K]:
         return hw.map(K, lambda j: hw.sum(64, lambda i: x[i, j]))
+
     return colsum
 
 
@@ -171,7 +172,9 @@ def test_every_bank_keeps_its_own_write_registers():
     from hwgen.build import elaborate
 
     v = elaborate(getattr(load_pattern("gemm"), "gemm")).verilog
-    decls = re.findall(r"((?:\(\*[^*]*\*\)\s*)*)(?:wire|reg)\s+(?:signed\s+)?(?:\[[^\]]*\]\s*)?(\w+_(?:wdata|waddr|wen))\s*;", v)
+    decls = re.findall(
+        r"((?:\(\*[^*]*\*\)\s*)*)(?:wire|reg)\s+(?:signed\s+)?(?:\[[^\]]*\]\s*)?(\w+_(?:wdata|waddr|wen))\s*;", v
+    )
     assert len(decls) >= 3 * 16, len(decls)
     assert [name for attrs, name in decls if "keep" not in attrs] == []
 
@@ -182,7 +185,10 @@ def test_a_tile_load_lane_reaches_its_banks_through_group_copies():
     flip-flop's route spans all of the lane's banks: at 32 lanes, b's tile has 32 banks and a
     beat of 4 words, so each word lane reaches 8 banks, through 2 copies."""
     v = wide_gemm.with_schedule(par={"j": 2 * BANK_FANOUT}).elaborate().verilog
-    decls = re.findall(r"((?:\(\*[^*]*\*\)\s*)*)reg\s+(?:signed\s+)?(?:\[[^\]]*\]\s*)?(w\d+_l(\d+)_(?:addr|data)_g(\d+))\s*(?:=[^;]*)?;", v)
+    decls = re.findall(
+        r"((?:\(\*[^*]*\*\)\s*)*)reg\s+(?:signed\s+)?(?:\[[^\]]*\]\s*)?(w\d+_l(\d+)_(?:addr|data)_g(\d+))\s*(?:=[^;]*)?;",
+        v,
+    )
     assert decls and [name for attrs, name, _, _ in decls if "keep" not in attrs] == []
     groups = {}
     for _, _, lane, group in decls:

@@ -7,8 +7,8 @@ import pytest
 
 import hwgen as hw
 from hwgen import int32, ir
-from hwgen.passes.pipeplan import reuse_distance
 from hwgen.loops import Counter
+from hwgen.passes.pipeplan import reuse_distance
 
 
 def _idx(*names):
@@ -35,6 +35,7 @@ def colsum(K):
     @hw.kernel(tile={"i": 32, "j": K})
     def colsum(x: hw.Array[int32, 64, K]) -> hw.Array[int32, K]:
         return hw.map(K, lambda j: hw.sum(64, lambda i: x[i, j]))
+
     return colsum
 
 

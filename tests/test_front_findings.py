@@ -109,6 +109,7 @@ def test_index_comparisons_behave_like_python_bools(body):
 def _annotated(fn):
     def bools(x: hw.Array[int8, 8]):
         return fn(x)
+
     return bools
 
 
@@ -117,8 +118,11 @@ def test_index_comparisons_fold_when_the_range_decides():
     # index's range the answer is known
     @hw.kernel
     def wide(x: hw.Array[int32, 8]):
-        return (hw.map(8, lambda i: hw.where(i <= 2**63, x[i], 0)),
-                hw.map(8, lambda j: hw.where(j > -2**70, 1, 0) + (j == 2**64) + (j < 4)))
+        return (
+            hw.map(8, lambda i: hw.where(i <= 2**63, x[i], 0)),
+            hw.map(8, lambda j: hw.where(j > -(2**70), 1, 0) + (j == 2**64) + (j < 4)),
+        )
+
     x = np.arange(8, dtype=np.int32)
     a, b = wide(x)
     np.testing.assert_array_equal(a, x)
@@ -127,21 +131,28 @@ def test_index_comparisons_fold_when_the_range_decides():
 
 def test_index_arithmetic_beyond_int64_is_a_clear_error():
     with pytest.raises(hw.TypeMismatchError) as e:
+
         @hw.kernel
         def wide(x: hw.Array[int32, 8]):
             return hw.map(8, lambda i: hw.where(i + 2**63 > 2**63 + 3, x[i], 0))  # noqa
-    assert "'+' on index values gives values in [9223372036854775808, 9223372036854775815], beyond int64" \
+
+    assert (
+        "'+' on index values gives values in [9223372036854775808, 9223372036854775815], beyond int64"
         in e.value.message
+    )
     assert e.value.file == __file__ and "OverflowError" not in e.value.message
     with pytest.raises(hw.TypeMismatchError) as e:
+
         @hw.kernel
         def shifted(x: hw.Array[int32, 8]):
             return hw.map(8, lambda i: hw.where((i << 62) > 3, x[i], 0))  # noqa
+
     assert e.value.message.startswith("'<<' on index values gives values in [0, 32281802128991715328], beyond int64")
 
     @hw.kernel
     def in_range(x: hw.Array[hw.int64, 8]):
         return hw.map(8, lambda i: (i << 60) + (i >> 1) + x[i])
+
     np.testing.assert_array_equal(in_range(np.zeros(8, np.int64)), [(i << 60) + (i >> 1) for i in range(8)])
 
 
@@ -149,8 +160,8 @@ def test_index_arithmetic_beyond_int64_is_a_clear_error():
 def test_index_comparisons_in_hardware():
     @hw.kernel
     def bools(x: hw.Array[int8, 16]):
-        return (hw.map(16, lambda i: (i < 2) + (i < 9) + x[i]),
-                hw.map(16, lambda j: ~(j < 5) * 3 - (j < 11) + x[j]))
+        return (hw.map(16, lambda i: (i < 2) + (i < 9) + x[i]), hw.map(16, lambda j: ~(j < 5) * 3 - (j < 11) + x[j]))
+
     x = np.arange(-8, 8, dtype=np.int8)
     r = bools.verify(x)
     np.testing.assert_array_equal(r.outputs[0], [(i < 2) + (i < 9) + x[i] for i in range(16)])
@@ -164,17 +175,19 @@ NX, W = 32, 4
 
 @hw.kernel
 def fir(x: hw.Array[int32, NX], c: hw.Array[int32, W]):
-    return hw.map(NX - W + 1, lambda i: hw.sum(W, lambda k: x[i:i + W][k] * c[k]))
+    return hw.map(NX - W + 1, lambda i: hw.sum(W, lambda k: x[i : i + W][k] * c[k]))
 
 
 @hw.kernel
 def windows(x: hw.Array[int32, NX]):
-    return hw.map(NX - W + 1, lambda w: x[w:w + W])
+    return hw.map(NX - W + 1, lambda w: x[w : w + W])
 
 
 @hw.kernel
 def box(img: hw.Array[int32, 8, 8]):
-    return hw.map((6, 6), lambda r, s: hw.sum(3, lambda u: hw.sum(3, lambda v: img[r:r + 3, s + 1 - 1:s + 3][u, v])))
+    return hw.map(
+        (6, 6), lambda r, s: hw.sum(3, lambda u: hw.sum(3, lambda v: img[r : r + 3, s + 1 - 1 : s + 3][u, v]))
+    )
 
 
 def fir_inputs():
@@ -196,11 +209,15 @@ def test_sliding_windows():
 
 def test_window_lengths_must_be_constant():
     with pytest.raises(hw.TraceError) as e:
+
         @hw.kernel
         def growing(x: hw.Array[int32, NX]):
-            return hw.map(8, lambda i: hw.sum(2, lambda k: x[i:2 * i + 2][k]))
-    assert e.value.message == ("the slice of axis 0 has traced bounds; they must be affine in index "
-                               "variables with a constant positive length stop - start, like x[i:i + 4]")
+            return hw.map(8, lambda i: hw.sum(2, lambda k: x[i : 2 * i + 2][k]))
+
+    assert e.value.message == (
+        "the slice of axis 0 has traced bounds; they must be affine in index "
+        "variables with a constant positive length stop - start, like x[i:i + 4]"
+    )
     assert e.value.file == __file__
 
 
@@ -220,6 +237,7 @@ F32_32, F48_16 = hw.fixed(32, 32), hw.fixed(48, 16)
 def _fixed_product_kernel(fx):
     def product(x: hw.Array[fx, 16], y: hw.Array[fx, 16]):
         return hw.map(16, lambda i: x[i] * y[i]), hw.map(16, lambda j: x[j] * 3 * y[j] + x[j])
+
     return hw.kernel(product)
 
 
@@ -245,15 +263,18 @@ def test_64_bit_fixed_products_are_exact(fx):
         assert int(got2[k]) == _wrap64(_wrap64((t * y) >> f) + x), k
     # at the boundary: floats in, floats out
     xs, ys = np.linspace(-1000, 1000, 16), np.linspace(3, -7, 16)
-    np.testing.assert_allclose(kernel(xs, ys)[0], fx.to_float(fx.quantize(xs)) * fx.to_float(fx.quantize(ys)),
-                               rtol=0, atol=2.0 ** -fx.frac * 2)
+    np.testing.assert_allclose(
+        kernel(xs, ys)[0], fx.to_float(fx.quantize(xs)) * fx.to_float(fx.quantize(ys)), rtol=0, atol=2.0**-fx.frac * 2
+    )
 
 
 def test_64_bit_fixed_division_is_a_clear_error():
     with pytest.raises(hw.TypeMismatchError) as e:
+
         @hw.kernel
         def quotient(x: hw.Array[F32_32, 4], y: hw.Array[F32_32, 4]):
             return hw.map(4, lambda i: x[i] / y[i])
+
     assert e.value.message.startswith("dividing fixed(32,32) values is not supported: '/' on fixed types")
     assert e.value.file == __file__
 
@@ -262,13 +283,13 @@ def test_64_bit_fixed_division_is_a_clear_error():
 def test_64_bit_fixed_products_in_hardware():
     rng = np.random.default_rng(2)
     kernel = _fixed_product_kernel(F48_16)
-    kernel.verify(rng.uniform(-2.0**40, 2.0**40, 16), rng.uniform(-2.0**20, 2.0**20, 16))
+    kernel.verify(rng.uniform(-(2.0**40), 2.0**40, 16), rng.uniform(-(2.0**20), 2.0**20, 16))
     _fixed_product_kernel(F32_32).verify(rng.uniform(-3e4, 3e4, 16), rng.uniform(-2.0, 2.0, 16))
 
 
 # ------------------------------------------ numpy's array methods, constant tables, mistakes
 
-from hwgen import bool_, int16, uint8, uint16  # noqa: E402
+from hwgen import bool_, uint8, uint16  # noqa: E402
 
 SQUARES = (np.arange(40) ** 2 % 97).astype(np.int16)  # 40 entries: a ROM (timing.ROM_MIN)
 STEPS = np.array([-5, -2, 1, 4, 7, 10, 13, 16], dtype=np.int32)  # 8 entries: a multiplexer
@@ -277,23 +298,52 @@ STEPS = np.array([-5, -2, 1, 4, 7, 10, 13, 16], dtype=np.int32)  # 8 entries: a 
 @hw.kernel
 def methods(a: hw.Array[int8, 6, 4], u: hw.Array[uint16, 8], f: hw.Array[bool_, 8], x: hw.Array[uint8, 16]):
     squares, steps = hw.table(SQUARES), hw.table(STEPS)
-    return (a.sum(), u.sum(), a.max(axis=1), a.min(axis=0), a.sum(axis=(0, 1)),
-            hw.map(6, lambda r: a[r, :].sum()), f.max(), f.min(), u.argmax(), u.argmin(),
-            hw.argmax(16, lambda c: x[c] % 11), u.reshape(2, 4), a[:, 1].reshape(2, 3, 1),
-            hw.map(16, lambda t: squares[hw.minimum(x[t], 39)] + steps[x[t] & 7] + steps[t % 8]))
+    return (
+        a.sum(),
+        u.sum(),
+        a.max(axis=1),
+        a.min(axis=0),
+        a.sum(axis=(0, 1)),
+        hw.map(6, lambda r: a[r, :].sum()),
+        f.max(),
+        f.min(),
+        u.argmax(),
+        u.argmin(),
+        hw.argmax(16, lambda c: x[c] % 11),
+        u.reshape(2, 4),
+        a[:, 1].reshape(2, 3, 1),
+        hw.map(16, lambda t: squares[hw.minimum(x[t], 39)] + steps[x[t] & 7] + steps[t % 8]),
+    )
 
 
 def methods_inputs():
     rng = np.random.default_rng(8)
-    return (rng.integers(-128, 128, (6, 4), dtype=np.int8), rng.integers(0, 1 << 16, 8, dtype=np.uint16),
-            rng.integers(0, 2, 8).astype(bool), rng.integers(0, 256, 16, dtype=np.uint8))
+    return (
+        rng.integers(-128, 128, (6, 4), dtype=np.int8),
+        rng.integers(0, 1 << 16, 8, dtype=np.uint16),
+        rng.integers(0, 2, 8).astype(bool),
+        rng.integers(0, 256, 16, dtype=np.uint8),
+    )
 
 
 def methods_reference(a, u, f, x):
     t = np.arange(16)
-    return (a.sum(), u.sum(), a.max(axis=1), a.min(axis=0), a.sum(axis=(0, 1)), a.sum(axis=1), f.max(),
-            f.min(), u.argmax(), u.argmin(), np.argmax(x % 11), u.reshape(2, 4), a[:, 1].reshape(2, 3, 1),
-            SQUARES[np.minimum(x, 39)] + STEPS[x & 7] + STEPS[t % 8])
+    return (
+        a.sum(),
+        u.sum(),
+        a.max(axis=1),
+        a.min(axis=0),
+        a.sum(axis=(0, 1)),
+        a.sum(axis=1),
+        f.max(),
+        f.min(),
+        u.argmax(),
+        u.argmin(),
+        np.argmax(x % 11),
+        u.reshape(2, 4),
+        a[:, 1].reshape(2, 3, 1),
+        SQUARES[np.minimum(x, 39)] + STEPS[x & 7] + STEPS[t % 8],
+    )
 
 
 def test_array_methods_and_tables_follow_numpy():
@@ -315,8 +365,10 @@ def _trace_error(body: str, *params):
     import os
     import tempfile
 
-    text = ("import numpy as np\nimport hwgen as hw\nfrom hwgen import int32\nT = np.arange(8)\n"
-            "@hw.kernel\ndef k(x: hw.Array[int32, 8], y: hw.Array[int32, 8, 2]):\n    " + body + "\n")
+    text = (
+        "import numpy as np\nimport hwgen as hw\nfrom hwgen import int32\nT = np.arange(8)\n"
+        "@hw.kernel\ndef k(x: hw.Array[int32, 8], y: hw.Array[int32, 8, 2]):\n    " + body + "\n"
+    )
     fd, path = tempfile.mkstemp(suffix=".py")
     with os.fdopen(fd, "w") as fh:
         fh.write(text)
@@ -330,43 +382,79 @@ def _trace_error(body: str, *params):
 
 
 MISTAKES = [
-    ("x[0] = 5\n    return x", hw.TraceError,
-     "arrays are immutable values inside a kernel; item assignment is not supported: build a new array "
-     "instead, e.g. hw.map(n, lambda i: hw.where(i == 0, 5, x[i])) (or hw.multifold to accumulate into one)"),
-    ("return hw.map(8, lambda i: (x[i], x[i] + 1))", hw.TraceError,
-     "the function given to hw.map returns a tuple of 2 values; it must return one scalar or array: write "
-     "one hw.map per value, or return an array (hw.map(n, lambda c: ...)) to get a column each"),
-    ("return hw.sum(8, lambda i: (x[i], x[i]))", hw.TraceError,
-     "the function given to hw.reduce (hw.sum, hw.max, hw.min) returns a tuple of 2 values; it must return "
-     "one scalar or array: write one hw.reduce per value, or return an array (hw.map(n, lambda c: ...)) to "
-     "get a column each"),
-    ("return hw.map(8, lambda i: T[x[i]])", hw.TraceError,
-     "a numpy array cannot be indexed by a traced value; make the constant table hw.table(values) (a ROM, "
-     "which data may index), or pass it as a kernel argument"),
-    ("return hw.map(8, lambda i: hw.table(T)[x[i]])", hw.TraceError,
-     "subscript 0 of a hw.table may take values in [-2147483648, 2147483647], outside its axis of 8 (valid "
-     "0 .. 7); keep it in range (x & 7, hw.minimum / hw.maximum, or a narrower dtype)"),
-    ("return y.reshape(16)", hw.TraceError,
-     "x.reshape(16,) of an array of shape (8, 2) merges axes: subscripts of the original would not be affine "
-     "in the new indices; keep the original axes and index them (x[r, c]), or reshape only by splitting axes "
-     "(x.reshape(2, 4) of 8)"),
-    ("return x.reshape(3, 3)", hw.TypeMismatchError,
-     "cannot reshape an array of shape (8,) (size 8) into (3, 3) (size 9)"),
-    ("return y.argmax()", hw.TraceError,
-     "x.argmax() is supported on 1-D arrays; for rows of a 2-D array write hw.map(rows, lambda r: "
-     "hw.argmax(x[r, :]))"),
-    ("return x.mean()", hw.TraceError,
-     "a traced array has no attribute 'mean'; arrays support .shape, .dtype, .ndim, .T, .astype, .sum, .max, "
-     ".min, .argmax, .argmin, .reshape, indexing and Python's operators; other operations are hwgen's "
-     "patterns (hw.map, hw.sum, ...)"),
-    ("return hw.map(8, lambda i: x[i].item())", hw.TraceError,
-     "a traced scalar has no attribute 'item'; scalars support Python's operators, .astype(...) and .dtype, "
-     "and hwgen's functions (hw.where, hw.maximum, ...)"),
-    ("return x.sum(keepdims=True)", hw.TraceError,
-     "x.sum(keepdims=True) is not supported; reduce, then index or hw.map the result into the shape you need"),
-    ("return hw.argmax(lambda c: x[c])", hw.TraceError,
-     "hw.argmax takes a 1-D array, or a length and a function like hw.argmax(n, lambda c: x[c]); got only a "
-     "function"),
+    (
+        "x[0] = 5\n    return x",
+        hw.TraceError,
+        "arrays are immutable values inside a kernel; item assignment is not supported: build a new array "
+        "instead, e.g. hw.map(n, lambda i: hw.where(i == 0, 5, x[i])) (or hw.multifold to accumulate into one)",
+    ),
+    (
+        "return hw.map(8, lambda i: (x[i], x[i] + 1))",
+        hw.TraceError,
+        "the function given to hw.map returns a tuple of 2 values; it must return one scalar or array: write "
+        "one hw.map per value, or return an array (hw.map(n, lambda c: ...)) to get a column each",
+    ),
+    (
+        "return hw.sum(8, lambda i: (x[i], x[i]))",
+        hw.TraceError,
+        "the function given to hw.reduce (hw.sum, hw.max, hw.min) returns a tuple of 2 values; it must return "
+        "one scalar or array: write one hw.reduce per value, or return an array (hw.map(n, lambda c: ...)) to "
+        "get a column each",
+    ),
+    (
+        "return hw.map(8, lambda i: T[x[i]])",
+        hw.TraceError,
+        "a numpy array cannot be indexed by a traced value; make the constant table hw.table(values) (a ROM, "
+        "which data may index), or pass it as a kernel argument",
+    ),
+    (
+        "return hw.map(8, lambda i: hw.table(T)[x[i]])",
+        hw.TraceError,
+        "subscript 0 of a hw.table may take values in [-2147483648, 2147483647], outside its axis of 8 (valid "
+        "0 .. 7); keep it in range (x & 7, hw.minimum / hw.maximum, or a narrower dtype)",
+    ),
+    (
+        "return y.reshape(16)",
+        hw.TraceError,
+        "x.reshape(16,) of an array of shape (8, 2) merges axes: subscripts of the original would not be affine "
+        "in the new indices; keep the original axes and index them (x[r, c]), or reshape only by splitting axes "
+        "(x.reshape(2, 4) of 8)",
+    ),
+    (
+        "return x.reshape(3, 3)",
+        hw.TypeMismatchError,
+        "cannot reshape an array of shape (8,) (size 8) into (3, 3) (size 9)",
+    ),
+    (
+        "return y.argmax()",
+        hw.TraceError,
+        "x.argmax() is supported on 1-D arrays; for rows of a 2-D array write hw.map(rows, lambda r: "
+        "hw.argmax(x[r, :]))",
+    ),
+    (
+        "return x.mean()",
+        hw.TraceError,
+        "a traced array has no attribute 'mean'; arrays support .shape, .dtype, .ndim, .T, .astype, .sum, .max, "
+        ".min, .argmax, .argmin, .reshape, indexing and Python's operators; other operations are hwgen's "
+        "patterns (hw.map, hw.sum, ...)",
+    ),
+    (
+        "return hw.map(8, lambda i: x[i].item())",
+        hw.TraceError,
+        "a traced scalar has no attribute 'item'; scalars support Python's operators, .astype(...) and .dtype, "
+        "and hwgen's functions (hw.where, hw.maximum, ...)",
+    ),
+    (
+        "return x.sum(keepdims=True)",
+        hw.TraceError,
+        "x.sum(keepdims=True) is not supported; reduce, then index or hw.map the result into the shape you need",
+    ),
+    (
+        "return hw.argmax(lambda c: x[c])",
+        hw.TraceError,
+        "hw.argmax takes a 1-D array, or a length and a function like hw.argmax(n, lambda c: x[c]); got only a "
+        "function",
+    ),
 ]
 
 
@@ -381,8 +469,10 @@ def test_unwritable_out_folder_is_one_error_line(capsys, tmp_path):
     from hwgen import cli
 
     app = tmp_path / "app.py"
-    app.write_text("import hwgen as hw\nfrom hwgen import int16\n\n@hw.kernel(metapipeline=False)\n"
-                   "def double(x: hw.Array[int16, 8]):\n    return hw.map(8, lambda i: x[i] * 2)\n")
+    app.write_text(
+        "import hwgen as hw\nfrom hwgen import int16\n\n@hw.kernel(metapipeline=False)\n"
+        "def double(x: hw.Array[int16, 8]):\n    return hw.map(8, lambda i: x[i] * 2)\n"
+    )
     blocker = tmp_path / "file"
     blocker.write_text("not a folder\n")
     code = cli.main(["build", str(app), "--out", str(blocker / "x")])
@@ -395,8 +485,12 @@ def test_unwritable_out_folder_is_one_error_line(capsys, tmp_path):
 def test_data_compared_with_ints_beyond_64_bits():
     @hw.kernel
     def huge(x: hw.Array[int32, 4], v: hw.Array[hw.uint64, 4]):
-        return (hw.map(4, lambda i: x[i] < 2**70), hw.map(4, lambda j: v[j] != -2**64),
-                hw.map(4, lambda k: hw.where(2**80 > x[k], 1, 2)))
+        return (
+            hw.map(4, lambda i: x[i] < 2**70),
+            hw.map(4, lambda j: v[j] != -(2**64)),
+            hw.map(4, lambda k: hw.where(2**80 > x[k], 1, 2)),
+        )
+
     x = np.array([-5, 0, 7, 2**31 - 1], np.int32)
     v = np.array([0, 1, 2**63, 2**64 - 1], np.uint64)
     a, b, c = huge(x, v)

@@ -4,7 +4,6 @@ under random schedules, and for a few of them Verilator. The forms of the known 
 (tests/fuzz/gen.py KNOWN_BUGS, each named in docs/fuzzing.md) are not generated."""
 
 import pytest
-
 from fuzz.campaign import campaign
 from fuzz.run import FINDINGS
 

@@ -101,22 +101,28 @@ def test_argmin_argmax_first_extreme_wins_ties():
 
 
 @hw.kernel(tile={"i": 64, "j": 64, "k": 64, "m": 64, "p": 64, "q": 64}, par={"i": 2})
-def divide(a: hw.Array[int32, N], b: hw.Array[int32, N], c: hw.Array[uint8, N], d: hw.Array[int16, N],
-           e: hw.Array[int64, N]):
-    return (hw.map(N, lambda i: a[i] // b[i]), hw.map(N, lambda j: a[j] % b[j]),
-            hw.map(N, lambda k: c[k] // (c[k] % 7 + 1)), hw.map(N, lambda m: d[m] % 10),
-            hw.map(N, lambda p: e[p] // d[p]), hw.map(N, lambda q: a[q] // 8))
+def divide(
+    a: hw.Array[int32, N], b: hw.Array[int32, N], c: hw.Array[uint8, N], d: hw.Array[int16, N], e: hw.Array[int64, N]
+):
+    return (
+        hw.map(N, lambda i: a[i] // b[i]),
+        hw.map(N, lambda j: a[j] % b[j]),
+        hw.map(N, lambda k: c[k] // (c[k] % 7 + 1)),
+        hw.map(N, lambda m: d[m] % 10),
+        hw.map(N, lambda p: e[p] // d[p]),
+        hw.map(N, lambda q: a[q] // 8),
+    )
 
 
 def divide_inputs():
     rng = np.random.default_rng(3)
-    a = rng.integers(-2**31, 2**31, N, dtype=np.int32)
+    a = rng.integers(-(2**31), 2**31, N, dtype=np.int32)
     b = rng.integers(-50, 50, N, dtype=np.int32)
-    a[:4], b[:4] = [-2**31, -2**31, 7, -7], [-1, 0, 0, 3]  # overflow, zero divisors, rounding
+    a[:4], b[:4] = [-(2**31), -(2**31), 7, -7], [-1, 0, 0, 3]  # overflow, zero divisors, rounding
     c = rng.integers(0, 256, N, dtype=np.uint8)
-    d = rng.integers(-2**15, 2**15, N, dtype=np.int16)
-    e = rng.integers(-2**63, 2**63, N, dtype=np.int64)
-    d[0], e[1], d[1] = 0, -2**63, -1
+    d = rng.integers(-(2**15), 2**15, N, dtype=np.int16)
+    e = rng.integers(-(2**63), 2**63, N, dtype=np.int64)
+    d[0], e[1], d[1] = 0, -(2**63), -1
     return a, b, c, d, e
 
 
@@ -130,13 +136,16 @@ def test_division_follows_numpy():
 
 # ---------------------------------------------------------------- the same in Verilator
 
+
 @pytest.mark.rtl
 @pytest.mark.parametrize("case", ["histogram", "groups", "compact", "extremes", "divide"])
 def test_in_verilator(case, tmp_path):
     rng = np.random.default_rng(4)
     kernel, args = {
-        "histogram": (histogram.with_schedule(tile={"i": 16, "j": 16}),
-                      (rng.integers(0, 256, N, dtype=np.uint8), rng.integers(-99, 99, (N, 4), dtype=np.int32))),
+        "histogram": (
+            histogram.with_schedule(tile={"i": 16, "j": 16}),
+            (rng.integers(0, 256, N, dtype=np.uint8), rng.integers(-99, 99, (N, 4), dtype=np.int32)),
+        ),
         "groups": (groups.with_schedule(tile={"i": 16}), group_inputs(6)),
         "compact": (compact.with_schedule(tile={"i": 32, "j": 16}), (rng.integers(-50, 50, N, dtype=np.int32),)),
         "extremes": (extremes, (rng.integers(-3, 3, N, dtype=np.int16), rng.integers(0, 2**32, N, dtype=np.uint32))),

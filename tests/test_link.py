@@ -10,14 +10,21 @@ import random
 from collections import deque
 
 import pytest
+from amaranth.sim import Simulator
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from amaranth.sim import Simulator
 
 from hwgen.hw import device
 from hwgen.hw.link import Link, LinkRx, LinkTx
-from hwgen.timing import (LINK_EXTRA, LINK_SKID, link_beat_latency, link_cycles, link_depth,
-                          link_round_trip, link_send_cycle)
+from hwgen.timing import (
+    LINK_EXTRA,
+    LINK_SKID,
+    link_beat_latency,
+    link_cycles,
+    link_depth,
+    link_round_trip,
+    link_send_cycle,
+)
 
 
 class Model:
@@ -126,7 +133,7 @@ def _run(latency, depth, word_bits, words, beats, source, sink, seed=0, limit=No
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
-    assert got == data[:len(got)]  # once, in order, unchanged
+    assert got == data[: len(got)]  # once, in order, unchanged
     return data, got, sent_at, got_at, model.ram_writes
 
 
@@ -136,16 +143,33 @@ def _random(p, seed):
 
 
 CASES = [  # latency, depth (None: link_depth), word_bits, words
-    (0, None, 32, 1), (1, None, 32, 1), (2, None, 8, 2), (8, None, 32, 4), (20, None, 8, 1),
-    (1, 2, 32, 2), (2, 3, 8, 1), (8, 5, 32, 1), (8, 18, 8, 4), (20, 7, 32, 2), (3, 1, 8, 1),
+    (0, None, 32, 1),
+    (1, None, 32, 1),
+    (2, None, 8, 2),
+    (8, None, 32, 4),
+    (20, None, 8, 1),
+    (1, 2, 32, 2),
+    (2, 3, 8, 1),
+    (8, 5, 32, 1),
+    (8, 18, 8, 4),
+    (20, 7, 32, 2),
+    (3, 1, 8, 1),
 ]
 
 
 @pytest.mark.parametrize("ready", [0.6, 0.3])
 @pytest.mark.parametrize("latency,depth,word_bits,words", CASES)
 def test_random_gaps_and_backpressure_match_the_model(latency, depth, word_bits, words, ready):
-    data, got, _, _, ram_writes = _run(latency, depth, word_bits, words, 150, _random(0.7, latency),
-                                       _random(ready, words + 7), seed=latency * 31 + words)
+    data, got, _, _, ram_writes = _run(
+        latency,
+        depth,
+        word_bits,
+        words,
+        150,
+        _random(0.7, latency),
+        _random(ready, words + 7),
+        seed=latency * 31 + words,
+    )
     assert got == data
     d = depth or link_depth(latency)
     if ready < 0.5 and d > LINK_SKID and d >= link_round_trip(latency):
@@ -159,8 +183,9 @@ def test_a_long_stall_drops_nothing(latency, words, word_bits):
     cycle while the FIFO holds any."""
     depth = link_depth(latency)
     stall = range(20, 320)
-    data, got, sent_at, got_at, _ = _run(latency, None, word_bits, words, 3 * depth + 40,
-                                      lambda t: True, lambda t: t not in stall)
+    data, got, sent_at, got_at, _ = _run(
+        latency, None, word_bits, words, 3 * depth + 40, lambda t: True, lambda t: t not in stall
+    )
     assert got == data
     before = sum(1 for t in got_at if t < stall.start)
     assert sum(1 for t in sent_at if t < stall.stop) == before + depth
@@ -169,9 +194,19 @@ def test_a_long_stall_drops_nothing(latency, words, word_bits):
 
 
 RATES = [  # latency, depth, words, word_bits: full rate (D >= 2L + 2) and reduced
-    (1, None, 1, 32), (2, None, 2, 8), (8, None, 1, 32), (8, None, 4, 8), (20, None, 2, 32),
-    (1, 4, 1, 8), (8, 18, 1, 32),  # exactly the round trip
-    (1, 3, 1, 32), (2, 2, 2, 8), (8, 9, 1, 32), (8, 16, 4, 32), (20, 10, 1, 8), (20, 41, 2, 8),
+    (1, None, 1, 32),
+    (2, None, 2, 8),
+    (8, None, 1, 32),
+    (8, None, 4, 8),
+    (20, None, 2, 32),
+    (1, 4, 1, 8),
+    (8, 18, 1, 32),  # exactly the round trip
+    (1, 3, 1, 32),
+    (2, 2, 2, 8),
+    (8, 9, 1, 32),
+    (8, 16, 4, 32),
+    (20, 10, 1, 8),
+    (20, 41, 2, 8),
 ]
 
 
@@ -212,7 +247,11 @@ def test_verilog_lints_clean(tmp_path):
     from hwgen.verilog import to_verilog, waivers
     from hwgen_sim import runner
 
-    for name, link in (("link_a", Link(32, 1, 8)), ("link_b", Link(8, 4, 20, depth=7)), ("link_c", Link(16, 2, 1, depth=1))):
+    for name, link in (
+        ("link_a", Link(32, 1, 8)),
+        ("link_b", Link(8, 4, 20, depth=7)),
+        ("link_c", Link(16, 2, 1, depth=1)),
+    ):
         v = tmp_path / f"{name}.v"
         w = tmp_path / f"{name}.vlt"
         v.write_text(to_verilog(link, name))

@@ -3,23 +3,24 @@ tile sizes (the loop IR is executed by its own numpy interpreter)."""
 
 import numpy as np
 import pytest
-
 from conftest import PATTERNS, load_pattern
 
 from hwgen import ir, loop_interp
+from hwgen.lang.signature import check_args, to_user
 from hwgen.loops import Load, Loop, Pipe, Store, show, walk
 from hwgen.passes.lower import lower
-from hwgen.lang.signature import check_args, to_user
 
 
 def pipe_runs(prog) -> int:
     """How many times the loop program starts a pipe (the interpreter's cost)."""
+
     def go(c, trips):
         if isinstance(c, Pipe):
             return trips
         if isinstance(c, Loop):
             return sum(go(s, trips * c.iterations) for s in c.stages)
         return sum(go(s, trips) for s in getattr(c, "children", ()))
+
     return go(prog.root, 1)
 
 
@@ -35,8 +36,13 @@ def tilings(kernel):
     """Tile every index of the kernel by each divisor of its extent up to 16 (the slice of a
     multifold always whole)."""
     ext = {n: e for n, e in kernel.program.extents.items() if not n.startswith("%")}
-    whole = {d.name: d.extent for r in kernel.program.results for n in ir.walk(r.node)
-             if isinstance(n, ir.MultiFold) for d in n.sdims}
+    whole = {
+        d.name: d.extent
+        for r in kernel.program.results
+        for n in ir.walk(r.node)
+        if isinstance(n, ir.MultiFold)
+        for d in n.sdims
+    }
     yield {}
     for size in (2, 4, 8, 16):
         yield {n: whole.get(n, size) for n, e in ext.items() if e % size == 0}
@@ -97,14 +103,17 @@ B, D = 8, 8
 def mlp(layers: int):
     """`layers` stacked calls of one helper: each call re-traces the same lambdas (the same index
     names n, o, i), and each consumes the result of the one before."""
+
     @hw.kernel
     def stacked(x: hw.Array[int32, B, D], w: hw.Array[int32, layers, D, D]) -> hw.Array[int32, B, D]:
         def layer(h, s):
             return hw.map((B, D), lambda n, o: hw.maximum(hw.sum(D, lambda i: h[n, i] * w[s, i, o]) >> 6, 0))
+
         h = x
         for s in range(layers):
             h = layer(h, s)
         return h
+
     return stacked
 
 
@@ -117,8 +126,7 @@ def mlp_numpy(x, w):
 
 def mlp_args(layers: int):
     rng = np.random.default_rng(0)
-    return (rng.integers(-100, 100, (B, D)).astype(np.int32),
-            rng.integers(-16, 16, (layers, D, D)).astype(np.int32))
+    return (rng.integers(-100, 100, (B, D)).astype(np.int32), rng.integers(-16, 16, (layers, D, D)).astype(np.int32))
 
 
 @pytest.mark.parametrize("layers", [2, 3])
@@ -130,8 +138,7 @@ def test_helper_called_twice_keeps_its_loops_apart(layers):
     for tiles in ({}, {"n": 4, "o": 4, "i": 2}, {"i": 8}, {"n": 8, "o": 2, "i": 4}):
         got, prog = run_lowered(kernel, (x, w), tiles)
         np.testing.assert_array_equal(got, want, err_msg=str(tiles))
-        nested = [c for c in walk(prog.root) if isinstance(c, Loop)
-                  and any(isinstance(s, Loop) for s in c.stages)]
+        nested = [c for c in walk(prog.root) if isinstance(c, Loop) and any(isinstance(s, Loop) for s in c.stages)]
         for outer in nested:  # no loop nests a loop over a counter of the same name
             inner = {k.name for s in walk(outer) if s is not outer and isinstance(s, (Loop, Pipe)) for k in s.counters}
             assert not inner & {k.name for k in outer.counters}, (tiles, show(prog))
@@ -155,6 +162,7 @@ def test_a_helper_nested_in_itself():
     def nested(x: hw.Array[int32, D]) -> int32:
         def f(k):
             return hw.sum(D, lambda i: x[i] * (f(k - 1) if k else 1) + i)
+
         return f(2)
 
     x = np.arange(D, dtype=np.int32) - 3
@@ -174,14 +182,16 @@ M, N = 8, 6
 
 def order_kernels():
     """(kernel, args) of each pattern whose result depends on the order of its 2-D domain."""
+
     @hw.kernel
     def positives(x: hw.Array[int32, M, N]):
         return hw.filter((M, N), lambda i, j: x[i, j] > 0)
 
     @hw.kernel
     def emits(x: hw.Array[int32, M, N]):
-        return hw.flatmap((M, N), lambda i, j: (hw.emit(x[i, j], when=x[i, j] > 0),
-                                                hw.emit(-x[i, j], when=x[i, j] < -3)), max_out=2)
+        return hw.flatmap(
+            (M, N), lambda i, j: (hw.emit(x[i, j], when=x[i, j] > 0), hw.emit(-x[i, j], when=x[i, j] < -3)), max_out=2
+        )
 
     @hw.kernel
     def groups(x: hw.Array[int32, M, N]):
@@ -222,10 +232,12 @@ def test_builtin_multifold_ignores_index_order():
 
 def two_sizes_kernel():
     """One helper over two extents (8 and 4): the same lambda's index 'i' twice."""
+
     @hw.kernel
     def two_sizes(x: hw.Array[int32, 8, 8], y: hw.Array[int32, 8, 4]) -> hw.Array[int32, 8]:
         def norm(a, n):
             return lambda r: hw.sum(n, lambda i: a[r, i] * a[r, i])
+
         nx, ny = norm(x, 8), norm(y, 4)
         return hw.map(8, lambda r: nx(r) - ny(r))
 

@@ -16,9 +16,13 @@ def on_grid(v):
 
 @hw.kernel
 def functions(x: hw.Array[fx, N], p: hw.Array[fx, N]):
-    return (hw.map(N, lambda i: hw.exp(x[i])), hw.map(N, lambda j: hw.log(p[j])),
-            hw.map(N, lambda k: hw.sqrt(p[k])), hw.map(N, lambda m: hw.sigmoid(x[m])),
-            hw.map(N, lambda n: hw.abs(x[n])))
+    return (
+        hw.map(N, lambda i: hw.exp(x[i])),
+        hw.map(N, lambda j: hw.log(p[j])),
+        hw.map(N, lambda k: hw.sqrt(p[k])),
+        hw.map(N, lambda m: hw.sigmoid(x[m])),
+        hw.map(N, lambda n: hw.abs(x[n])),
+    )
 
 
 def function_inputs():

@@ -21,7 +21,7 @@ def rand(shape, dtype=np.int32, lo=-1000, hi=1000):
 def blocks_2x4(g):
     """PE (ix, iy)'s block of g split as P('x', 'y') over the 2x4 mesh."""
     bx, by = g.shape[0] // 2, g.shape[1] // 4
-    return {(ix, iy): g[ix * bx:(ix + 1) * bx, iy * by:(iy + 1) * by] for ix in range(2) for iy in range(4)}
+    return {(ix, iy): g[ix * bx : (ix + 1) * bx, iy * by : (iy + 1) * by] for ix in range(2) for iy in range(4)}
 
 
 def assemble_2x4(local):
@@ -31,9 +31,11 @@ def assemble_2x4(local):
 
 def smap(body, shape, in_spec, out_spec, dtype=int32, mesh=M24):
     """A kernel applying shard_map(body) to one global array."""
+
     @hw.kernel(mesh=mesh)
     def k(a: hw.Array[(dtype, *shape)]):
         return hw.shard_map(body, mesh=mesh, in_specs=(in_spec,), out_specs=out_spec)(a)
+
     return k
 
 
@@ -56,7 +58,9 @@ def test_kernel_stores_mesh_and_link():
 
     @hw.kernel(mesh=M24, link=link, tile={"i": 2})
     def k(a: hw.Array[int32, 8]) -> hw.Array[int32, 8]:
-        return hw.shard_map(lambda b: hw.map(4, lambda i: b[i] * 2), mesh=M24, in_specs=hw.P("x"), out_specs=hw.P("x"))(a)
+        return hw.shard_map(lambda b: hw.map(4, lambda i: b[i] * 2), mesh=M24, in_specs=hw.P("x"), out_specs=hw.P("x"))(
+            a
+        )
 
     assert k.mesh is M24 and k.link is link
     k2 = k.with_schedule(tile={"i": 4})
@@ -73,6 +77,7 @@ def test_spec_example_column_sum():
         def body(xl):
             s = hw.map(64, lambda j: hw.sum(16, lambda i: xl[i, j]))
             return hw.psum(s, ("x", "y"))
+
         return hw.shard_map(body, mesh=mesh, in_specs=(hw.P(("x", "y"), None),), out_specs=hw.P())(x)
 
     x = rand((256, 64))
@@ -118,11 +123,13 @@ def test_all_gather_tiled_and_untiled():
 def test_psum_scatter_tiled_and_untiled():
     g = rand((4, 32))  # blocks (2, 8)
     blk = blocks_2x4(g)
-    k = smap(lambda b: hw.psum_scatter(b, "y", scatter_dimension=1, tiled=True), (4, 32), hw.P("x", "y"), hw.P("x", "y"))
+    k = smap(
+        lambda b: hw.psum_scatter(b, "y", scatter_dimension=1, tiled=True), (4, 32), hw.P("x", "y"), hw.P("x", "y")
+    )
     out = k(g)
     for ix in range(2):
         total = sum(blk[ix, iy] for iy in range(4))
-        np.testing.assert_array_equal(out[2 * ix:2 * ix + 2], total)  # PE j holds columns 2j, 2j+1
+        np.testing.assert_array_equal(out[2 * ix : 2 * ix + 2], total)  # PE j holds columns 2j, 2j+1
     g = rand((8, 12))  # blocks (4, 3): dimension 0 has the group's size
     blk = blocks_2x4(g)
     k = smap(lambda b: hw.psum_scatter(b, "y", scatter_dimension=0), (8, 12), hw.P("x", "y"), hw.P(("x", "y")))
@@ -131,7 +138,7 @@ def test_psum_scatter_tiled_and_untiled():
     for ix in range(2):
         total = sum(blk[ix, iy] for iy in range(4))
         for j in range(4):
-            np.testing.assert_array_equal(out[3 * (4 * ix + j):3 * (4 * ix + j) + 3], total[j])
+            np.testing.assert_array_equal(out[3 * (4 * ix + j) : 3 * (4 * ix + j) + 3], total[j])
 
 
 def test_ppermute_partial_and_over_two_axes():
@@ -140,7 +147,12 @@ def test_ppermute_partial_and_over_two_axes():
     want = np.zeros_like(g)
     want[:, 1:] = g[:, :3]
     np.testing.assert_array_equal(k(g), want)
-    k = smap(lambda b: hw.ppermute(b, ("x", "y"), [(p, (p + 1) % 8) for p in range(8)]), (2, 4), hw.P("x", "y"), hw.P("x", "y"))
+    k = smap(
+        lambda b: hw.ppermute(b, ("x", "y"), [(p, (p + 1) % 8) for p in range(8)]),
+        (2, 4),
+        hw.P("x", "y"),
+        hw.P("x", "y"),
+    )
     np.testing.assert_array_equal(k(g).reshape(-1), np.roll(g.reshape(-1), 1))
     k = smap(lambda b: hw.ppermute(b, ("y", "x"), [(0, 1)]), (2, 4), hw.P("x", "y"), hw.P("x", "y"))
     want = np.zeros_like(g)
@@ -156,14 +168,14 @@ def test_all_to_all_tiled_and_untiled():
     assert out.shape == (2, 32)
     for ix in range(2):
         for j in range(4):
-            want = np.concatenate([blk[ix, i][j:j + 1] for i in range(4)], 1)
-            np.testing.assert_array_equal(out[ix:ix + 1, 8 * j:8 * j + 8], want)
+            want = np.concatenate([blk[ix, i][j : j + 1] for i in range(4)], 1)
+            np.testing.assert_array_equal(out[ix : ix + 1, 8 * j : 8 * j + 8], want)
     k = smap(lambda b: hw.all_to_all(b, "y", 0, 1), (8, 8), hw.P("x", "y"), hw.P("x", "y"))
     out = k(g)
     assert out.shape == (4, 16)
     for ix in range(2):
         for j in range(4):
-            got = out[2 * ix:2 * ix + 2, 4 * j:4 * j + 4]
+            got = out[2 * ix : 2 * ix + 2, 4 * j : 4 * j + 4]
             for i in range(4):
                 np.testing.assert_array_equal(got[:, i], blk[ix, i][j, :])
 
@@ -187,6 +199,7 @@ def test_scalars_multiple_results_and_chained_collectives():
             shifted = hw.ppermute(b, "y", [(k, (k + 1) % 4) for k in range(4)])
             again = hw.pmax(hw.psum(shifted, "x"), "y")
             return everyone + t, again
+
         return hw.shard_map(body, mesh=M24, in_specs=(hw.P("x", "y"), hw.P()), out_specs=(hw.P(), hw.P("x", "y")))(a, s)
 
     a = rand((8, 8))
@@ -233,11 +246,13 @@ def test_mesh_hardware_is_refused(method):
     if method == "synthesize":
         assert e.value.message.startswith(
             "cannot synthesize kernel 'k': it runs on a mesh (2x4 torus (x, y)) and mesh hardware is not "
-            "synthesized yet")
+            "synthesized yet"
+        )
     else:
         assert e.value.message.startswith(
             f"cannot {method} kernel 'k' on mesh 2x4 torus (x, y): the mesh must be one axis with topology "
-            f"'ring' or 'torus'")
+            f"'ring' or 'torus'"
+        )
         assert e.value.message.endswith("the golden model k(*arrays) works")
     assert e.value.file == __file__
     assert open(__file__).read().splitlines()[e.value.line - 1].endswith("# L:refused")
@@ -253,15 +268,16 @@ def test_two_shard_maps_in_one_kernel():
     @hw.kernel(mesh=M24)
     def k(a: hw.Array[int32, 8, 8]) -> hw.Array[int32, 16, 4]:
         first = hw.shard_map(lambda b: b, mesh=M24, in_specs=hw.P("x", "y"), out_specs=hw.P("y", "x"))(a)
-        return hw.shard_map(lambda b: hw.psum(b, "x") + 1, mesh=M24, in_specs=hw.P("x", None),
-                            out_specs=hw.P("x", None))(first * 2)
+        return hw.shard_map(
+            lambda b: hw.psum(b, "x") + 1, mesh=M24, in_specs=hw.P("x", None), out_specs=hw.P("x", None)
+        )(first * 2)
 
     a = rand((8, 8))
     blk = blocks_2x4(a)  # blocks (4, 2), placed again by P('y', 'x'): row block iy, column block ix
     first = np.zeros((16, 4), np.int32)
     for ix in range(2):
         for iy in range(4):
-            first[4 * iy:4 * iy + 4, 2 * ix:2 * ix + 2] = blk[ix, iy]
+            first[4 * iy : 4 * iy + 4, 2 * ix : 2 * ix + 2] = blk[ix, iy]
     total = first[:8] * 2 + first[8:] * 2 + 1  # rows split over x; the psum adds the two halves
     np.testing.assert_array_equal(k(a), np.concatenate([total, total]))
 
@@ -272,7 +288,10 @@ def test_show_ir_lists_the_per_pe_program():
         def body(b, t):
             g = hw.all_gather(b, "y", axis=0, tiled=True)
             return hw.psum(g * t, "x"), hw.axis_index("x") + t
-        return hw.shard_map(body, mesh=M24, in_specs=(hw.P("x", "y"), hw.P()), out_specs=(hw.P(None, "y"), hw.P()))(a, s)
+
+        return hw.shard_map(body, mesh=M24, in_specs=(hw.P("x", "y"), hw.P()), out_specs=(hw.P(None, "y"), hw.P()))(
+            a, s
+        )
 
     line = k.fn.__code__.co_firstlineno + 5  # the hw.shard_map call
     assert k.show_ir().split("\n")[-7:] == [
@@ -295,8 +314,7 @@ def test_a_body_reading_another_shard_maps_result():
     @hw.kernel(mesh=ring)
     def k(a: hw.Array[int32, 8], w: hw.Array[int32, 2]) -> hw.Array[int32, 8]:
         first = hw.shard_map(lambda b: b + scaled(w), mesh=ring, in_specs=hw.P("r"), out_specs=hw.P("r"))(a)
-        return hw.shard_map(lambda b: scaled(w) + first[0:2] + b, mesh=ring, in_specs=hw.P("r"),
-                            out_specs=hw.P("r"))(a)
+        return hw.shard_map(lambda b: scaled(w) + first[0:2] + b, mesh=ring, in_specs=hw.P("r"), out_specs=hw.P("r"))(a)
 
     a, w = rand(8), rand(2)
     first = a + np.repeat(np.arange(4), 2) * np.tile(w, 4)

@@ -15,12 +15,18 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 jax = pytest.importorskip("jax")
-from jax.sharding import Mesh as JaxMesh, PartitionSpec as JaxP  # noqa: E402
+from jax.sharding import Mesh as JaxMesh  # noqa: E402
+from jax.sharding import PartitionSpec as JaxP
 
 import hwgen as hw  # noqa: E402
 
-MESHES = {"2x4": ((2, 4), ("x", "y")), "4x4": ((4, 4), ("x", "y")),
-          "ring2": ((2,), ("r",)), "ring4": ((4,), ("r",)), "ring8": ((8,), ("r",))}
+MESHES = {
+    "2x4": ((2, 4), ("x", "y")),
+    "4x4": ((4, 4), ("x", "y")),
+    "ring2": ((2,), ("r",)),
+    "ring4": ((4,), ("r",)),
+    "ring8": ((8,), ("r",)),
+}
 DTYPES = {"int32": (hw.int32, np.int32), "int8": (hw.int8, np.int8)}
 
 
@@ -80,30 +86,64 @@ def forms(mesh, g, full):
         out.append(Case(mesh, (2, 3), lambda o, b, op=op: getattr(o, op)(b, g), 2, tag=f"{op}{t}"))
     out.append(Case(mesh, (2, 3), lambda o, b: o.psum(b, g), 2, "int8", tag=f"psum{t}"))
     for axis in (0, 1, 2, -1) if full else (1,):
-        out.append(Case(mesh, (2, 3), lambda o, b, a=axis: o.all_gather(b, g, axis=a), 3, tag=f"all_gather{t}axis{axis}"))
+        out.append(
+            Case(mesh, (2, 3), lambda o, b, a=axis: o.all_gather(b, g, axis=a), 3, tag=f"all_gather{t}axis{axis}")
+        )
     for axis in (0, 1, -1) if full else (0,):
-        out.append(Case(mesh, (2, 3), lambda o, b, a=axis: o.all_gather(b, g, axis=a, tiled=True), 2,
-                        tag=f"all_gather{t}axis{axis}tiled"))
+        out.append(
+            Case(
+                mesh,
+                (2, 3),
+                lambda o, b, a=axis: o.all_gather(b, g, axis=a, tiled=True),
+                2,
+                tag=f"all_gather{t}axis{axis}tiled",
+            )
+        )
     for d in (0, 1) if full else (1,):
         local = [3, 3]
         local[d] = 2 * n
-        out.append(Case(mesh, local, lambda o, b, d=d: o.psum_scatter(b, g, scatter_dimension=d, tiled=True), 2,
-                        tag=f"psum_scatter{t}dim{d}tiled"))
+        out.append(
+            Case(
+                mesh,
+                local,
+                lambda o, b, d=d: o.psum_scatter(b, g, scatter_dimension=d, tiled=True),
+                2,
+                tag=f"psum_scatter{t}dim{d}tiled",
+            )
+        )
         local[d] = n
-        out.append(Case(mesh, local, lambda o, b, d=d: o.psum_scatter(b, g, scatter_dimension=d), 1,
-                        tag=f"psum_scatter{t}dim{d}"))
-    perms = {"shift": [(k, (k + 1) % n) for k in range(n)], "reverse": [(k, n - 1 - k) for k in range(n)],
-             "partial": [(k, k + 1) for k in range(n - 1)]}
+        out.append(
+            Case(
+                mesh,
+                local,
+                lambda o, b, d=d: o.psum_scatter(b, g, scatter_dimension=d),
+                1,
+                tag=f"psum_scatter{t}dim{d}",
+            )
+        )
+    perms = {
+        "shift": [(k, (k + 1) % n) for k in range(n)],
+        "reverse": [(k, n - 1 - k) for k in range(n)],
+        "partial": [(k, k + 1) for k in range(n - 1)],
+    }
     for pname in perms if full else ("shift", "partial"):
         out.append(Case(mesh, (2, 3), lambda o, b, p=perms[pname]: o.ppermute(b, g, p), 2, tag=f"ppermute{t}{pname}"))
     for s, c in ((0, 1), (1, 0), (0, 0)) if full else ((0, 1),):
         local = [3, 3]
         local[s] = 2 * n
-        out.append(Case(mesh, local, lambda o, b, s=s, c=c: o.all_to_all(b, g, s, c, tiled=True), 2,
-                        tag=f"all_to_all{t}split{s}concat{c}tiled"))
+        out.append(
+            Case(
+                mesh,
+                local,
+                lambda o, b, s=s, c=c: o.all_to_all(b, g, s, c, tiled=True),
+                2,
+                tag=f"all_to_all{t}split{s}concat{c}tiled",
+            )
+        )
         local[s] = n
-        out.append(Case(mesh, local, lambda o, b, s=s, c=c: o.all_to_all(b, g, s, c), 2,
-                        tag=f"all_to_all{t}split{s}concat{c}"))
+        out.append(
+            Case(mesh, local, lambda o, b, s=s, c=c: o.all_to_all(b, g, s, c), 2, tag=f"all_to_all{t}split{s}concat{c}")
+        )
     out.append(Case(mesh, (2, 3), lambda o, b: b * 100 + o.axis_index(g), 2, tag=f"axis_index{t}"))
     return out
 
@@ -115,17 +155,43 @@ def whole_mesh_forms(mesh, names):
     return [
         # out_specs that leave mesh axes out: the PEs with index 0 on them
         Case(mesh, (2, 3), lambda o, b: b * 100 + o.axis_index(every), 2, out_spec=(), tag="out_P()"),
-        Case(mesh, (2, 3), lambda o, b: b * 100 + o.axis_index(every), 2, out_spec=(None, names[-1]),
-             tag="out_last_axis_only"),
+        Case(
+            mesh,
+            (2, 3),
+            lambda o, b: b * 100 + o.axis_index(every),
+            2,
+            out_spec=(None, names[-1]),
+            tag="out_last_axis_only",
+        ),
         # scalar operands
-        Case(mesh, (2, 3), lambda o, b: o.psum(hw.sum(2, lambda i: hw.sum(3, lambda j: b[i, j])), every), 0,
-             out_spec=(), jax_body=lambda o, b: o.psum(b.sum(dtype=b.dtype), every), tag="psum_scalar"),
-        Case(mesh, (2, 3), lambda o, b: o.all_gather(hw.max(2, lambda i: b[i, 0]), every), 1, out_spec=(),
-             jax_body=lambda o, b: o.all_gather(b[:, 0].max(), every), tag="all_gather_scalar"),
-        Case(mesh, (2, 3), lambda o, b: o.ppermute(b[1, 2], every, [(k, (k + 3) % n) for k in range(n)]) + b, 2,
-             tag="ppermute_scalar"),
-        Case(mesh, (2, 3), lambda o, b: o.pmin(b[0, 1], every) + o.pmax(b[1, 1], names[0]) * b, 2,
-             tag="pmin_pmax_scalar"),
+        Case(
+            mesh,
+            (2, 3),
+            lambda o, b: o.psum(hw.sum(2, lambda i: hw.sum(3, lambda j: b[i, j])), every),
+            0,
+            out_spec=(),
+            jax_body=lambda o, b: o.psum(b.sum(dtype=b.dtype), every),
+            tag="psum_scalar",
+        ),
+        Case(
+            mesh,
+            (2, 3),
+            lambda o, b: o.all_gather(hw.max(2, lambda i: b[i, 0]), every),
+            1,
+            out_spec=(),
+            jax_body=lambda o, b: o.all_gather(b[:, 0].max(), every),
+            tag="all_gather_scalar",
+        ),
+        Case(
+            mesh,
+            (2, 3),
+            lambda o, b: o.ppermute(b[1, 2], every, [(k, (k + 3) % n) for k in range(n)]) + b,
+            2,
+            tag="ppermute_scalar",
+        ),
+        Case(
+            mesh, (2, 3), lambda o, b: o.pmin(b[0, 1], every) + o.pmax(b[1, 1], names[0]) * b, 2, tag="pmin_pmax_scalar"
+        ),
     ]
 
 
@@ -133,9 +199,15 @@ def spec_forms():
     """In and out specs beyond one axis per dimension: tuples in either order, replication,
     axes left out of the result."""
     out = []
-    specs = [((("y", "x"),), (("y", "x"),)), ((None, "x"), (None, "x")), (("y",), ("y", "x")),
-             ((), ("x",)), ((("x", "y"), None), (None, ("y", "x"))), (("y", "x"), ()),
-             ((None, ("x", "y")), ("x",))]
+    specs = [
+        ((("y", "x"),), (("y", "x"),)),
+        ((None, "x"), (None, "x")),
+        (("y",), ("y", "x")),
+        ((), ("x",)),
+        ((("x", "y"), None), (None, ("y", "x"))),
+        (("y", "x"), ()),
+        ((None, ("x", "y")), ("x",)),
+    ]
     for mesh in ("2x4", "4x4"):
         for k, (ins, outs) in enumerate(specs):
             c = Case(mesh, (2, 3), lambda o, b: b * 3 + o.axis_index(("x", "y")), 2, out_spec=outs, tag=f"specs{k}")
@@ -151,8 +223,10 @@ CASES = cases() + spec_forms()
 @pytest.fixture(scope="module")
 def devices():
     devs = jax.devices()
-    assert len(devs) >= 16, ("jax was imported before this module set XLA_FLAGS; run with "
-                             "XLA_FLAGS=--xla_force_host_platform_device_count=16")
+    assert len(devs) >= 16, (
+        "jax was imported before this module set XLA_FLAGS; run with "
+        "XLA_FLAGS=--xla_force_host_platform_device_count=16"
+    )
     return devs
 
 
@@ -163,17 +237,23 @@ def run_hwgen(case, x):
 
     @hw.kernel(mesh=mesh)
     def k(a: hw.Array[(dtype, *x.shape)]):
-        return hw.shard_map(lambda b: case.body(hw, b), mesh=mesh, in_specs=hw.P(*case.in_spec),
-                            out_specs=hw.P(*case.out_spec))(a)
+        return hw.shard_map(
+            lambda b: case.body(hw, b), mesh=mesh, in_specs=hw.P(*case.in_spec), out_specs=hw.P(*case.out_spec)
+        )(a)
 
     return np.asarray(k(x))
 
 
 def run_jax(case, x, devices):
     shape, names = MESHES[case.mesh]
-    mesh = JaxMesh(np.array(devices[:int(np.prod(shape))]).reshape(shape), names)
-    f = jax.shard_map(lambda b: case.jax_body(jax.lax, b), mesh=mesh, in_specs=JaxP(*case.in_spec),
-                      out_specs=JaxP(*case.out_spec), check_vma=False)
+    mesh = JaxMesh(np.array(devices[: int(np.prod(shape))]).reshape(shape), names)
+    f = jax.shard_map(
+        lambda b: case.jax_body(jax.lax, b),
+        mesh=mesh,
+        in_specs=JaxP(*case.in_spec),
+        out_specs=JaxP(*case.out_spec),
+        check_vma=False,
+    )
     return np.asarray(jax.jit(f)(x))
 
 
@@ -183,7 +263,7 @@ def global_shape(case):
     shape, names = MESHES[case.mesh]
     g = list(case.local)
     for d, entry in enumerate(case.in_spec):
-        for a in ((entry,) if isinstance(entry, str) else entry or ()):
+        for a in (entry,) if isinstance(entry, str) else entry or ():
             g[d] *= shape[names.index(a)]
     return tuple(g)
 

@@ -16,7 +16,7 @@ RNG = np.random.default_rng(7)
 
 def wide(n):
     """int32 values spread over the whole range: products and sums wrap around."""
-    return RNG.integers(-2**31, 2**31, size=n, dtype=np.int64).astype(np.int32)
+    return RNG.integers(-(2**31), 2**31, size=n, dtype=np.int64).astype(np.int32)
 
 
 def dot_kernel(p, n, latency, op="psum", topology="ring", out=None):
@@ -27,8 +27,9 @@ def dot_kernel(p, n, latency, op="psum", topology="ring", out=None):
     def prod(a: hw.Array[int32, N], b: hw.Array[int32, N]):
         def body(al, bl):
             return getattr(hw, op)(hw.map(n, lambda i: al[i] * bl[i]), "x")
-        return hw.shard_map(body, mesh=mesh, in_specs=(hw.P("x"), hw.P("x")),
-                            out_specs=out or hw.P())(a, b)
+
+        return hw.shard_map(body, mesh=mesh, in_specs=(hw.P("x"), hw.P("x")), out_specs=out or hw.P())(a, b)
+
     return prod
 
 
@@ -36,8 +37,9 @@ def check(sim, expected):
     np.testing.assert_array_equal(sim.outputs, expected)
     assert sim.predicted_cycles == sim.cycles
     report = sim.design.report
-    assert sim.roofline_cycles == max(report["link_bound_cycles"], report["compute_bound_cycles"],
-                                      report["memory_bound_cycles"])
+    assert sim.roofline_cycles == max(
+        report["link_bound_cycles"], report["compute_bound_cycles"], report["memory_bound_cycles"]
+    )
 
 
 def test_ring2_psum_of_products_wraps_bit_exact_and_cycles_as_predicted():
@@ -46,13 +48,13 @@ def test_ring2_psum_of_products_wraps_bit_exact_and_cycles_as_predicted():
     a, b = wide(n * p), wide(n * p)
     with np.errstate(over="ignore"):
         want = (a * b).reshape(p, n).sum(0, dtype=np.int32)
-    sim = k.verify(a, b)                       # against the golden model
-    check(sim, want)                           # and numpy
-    assert sim.design.report["collective"]["rounds"] == 4   # chunks of 128 in slices of 32
-    slow = k.verify(a, b, dram=DramConfig(latency=37))      # same build, another DRAM latency
+    sim = k.verify(a, b)  # against the golden model
+    check(sim, want)  # and numpy
+    assert sim.design.report["collective"]["rounds"] == 4  # chunks of 128 in slices of 32
+    slow = k.verify(a, b, dram=DramConfig(latency=37))  # same build, another DRAM latency
     check(slow, want)
     assert slow.cycles > sim.cycles
-    jittery = k.verify(a, b, dram=DramConfig(jitter=9), seed=3)   # backpressure everywhere
+    jittery = k.verify(a, b, dram=DramConfig(jitter=9), seed=3)  # backpressure everywhere
     np.testing.assert_array_equal(jittery.outputs, want)
 
 
@@ -64,10 +66,11 @@ def test_ring4_int16_psum_of_column_sums_in_slices_out_spec_split():
     def colsum(x: hw.Array[int16, p * rows, n]):
         def body(xl):
             return hw.psum(hw.map(n, lambda j: hw.sum(rows, lambda i: xl[i, j])), "x")
+
         return hw.shard_map(body, mesh=mesh, in_specs=hw.P("x", None), out_specs=hw.P("x"))(x)
 
-    x = RNG.integers(-2**15, 2**15, size=(p * rows, n)).astype(np.int16)
-    total = x.sum(0, dtype=np.int16)          # wraps in int16, as hw.psum does
+    x = RNG.integers(-(2**15), 2**15, size=(p * rows, n)).astype(np.int16)
+    total = x.sum(0, dtype=np.int16)  # wraps in int16, as hw.psum does
     sim = colsum.verify(x)
     check(sim, np.tile(total, p))
     ring = sim.design.report["collective"]
@@ -82,7 +85,7 @@ def test_ring8_torus_pmax_latency_bound():
         want = (a * b).reshape(p, n).max(0)
     sim = k.verify(a, b)
     check(sim, want)
-    assert sim.design.report["collective"]["slice"] == 8    # shorter than a hop: latency bound
+    assert sim.design.report["collective"]["slice"] == 8  # shorter than a hop: latency bound
 
 
 def test_pmin_of_the_local_block_itself_one_word_chunks():
@@ -115,15 +118,16 @@ def test_unsupported_mesh_programs_still_raise_with_the_users_line():
 
     @hw.kernel(mesh=mesh2)  # L:unsupported2
     def k2(a: hw.Array[int32, 16]):
-        return hw.shard_map(lambda b: hw.psum(b, ("x", "y")), mesh=mesh2, in_specs=hw.P(("x", "y")),
-                            out_specs=hw.P())(a)
+        return hw.shard_map(lambda b: hw.psum(b, ("x", "y")), mesh=mesh2, in_specs=hw.P(("x", "y")), out_specs=hw.P())(
+            a
+        )
 
     with pytest.raises(hw.UnsupportedError) as e:
         k2.simulate(np.zeros(16, np.int32))
     assert "one axis with topology 'ring' or 'torus'" in e.value.message
     assert e.value.file == __file__
     assert open(__file__).read().splitlines()[e.value.line - 1].endswith("# L:unsupported2")
-    with pytest.raises(hw.UnsupportedError):   # synthesis of a mesh is not built
+    with pytest.raises(hw.UnsupportedError):  # synthesis of a mesh is not built
         dot_kernel(2, 64, 1).synthesize()
 
 

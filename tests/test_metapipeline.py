@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-
 from conftest import load_pattern
 
 import hwgen as hw
@@ -40,7 +39,7 @@ def test_accumulator_takes_one_update_per_cycle():
     a, b = rng.integers(-99, 99, n, dtype=np.int32), rng.integers(-99, 99, n, dtype=np.int32)
     dot.verify(a, b)
     r = dot.simulate(a, b, monitor=["pipe0"])
-    (start, end), = r.timeline["pipe0"]
+    ((start, end),) = r.timeline["pipe0"]
     pipe = find_unit(r.design.report["controllers"], "pipe0")
     assert pipe["iterations"] == n // 4 and pipe["latency"] <= 12
     assert end - start == n // 4 + pipe["latency"] + 1

@@ -16,19 +16,40 @@ from hwgen.model import predict
 
 
 @hw.kernel(tile={"i": 2, "j": 7, "l": 8})
-def picks(a: hw.Array[int32, 16, 20], b: hw.Array[int32, 21, 6], c: hw.Array[int32, 7, 14],
-          d: hw.Array[int32, 8], e: hw.Array[int32, 9, 6], f: hw.Array[int32, 12]):
-    return hw.flatmap((6, 7), lambda i, j: (
-        hw.emit(f[i], when=hw.min(16, lambda l: b[i + l, i]) == hw.where(j != c[j, j + i], d[j + 1], e[j + 2, i])),  # noqa: E741
-        hw.emit(a[i, 3 * j + 1], when=a[i, i] > 0)), max_out=2)
+def picks(
+    a: hw.Array[int32, 16, 20],
+    b: hw.Array[int32, 21, 6],
+    c: hw.Array[int32, 7, 14],
+    d: hw.Array[int32, 8],
+    e: hw.Array[int32, 9, 6],
+    f: hw.Array[int32, 12],
+):
+    return hw.flatmap(
+        (6, 7),
+        lambda i, j: (
+            hw.emit(f[i], when=hw.min(16, lambda l: b[i + l, i]) == hw.where(j != c[j, j + i], d[j + 1], e[j + 2, i])),  # noqa: E741
+            hw.emit(a[i, 3 * j + 1], when=a[i, i] > 0),
+        ),
+        max_out=2,
+    )
 
 
 @hw.kernel(tile={"i": 2, "j": 7, "l": 8})
-def pick(a: hw.Array[int32, 16, 20], b: hw.Array[int32, 21, 6], c: hw.Array[int32, 7, 14],
-         d: hw.Array[int32, 8], e: hw.Array[int32, 9, 6], f: hw.Array[int32, 12]):
-    return hw.flatmap((6, 7), lambda i, j: (
-        hw.emit(f[i], when=hw.min(16, lambda l: b[i + l, i]) == hw.where(j != c[j, j + i], d[j + 1], e[j + 2, i])),),  # noqa: E741
-        max_out=1)
+def pick(
+    a: hw.Array[int32, 16, 20],
+    b: hw.Array[int32, 21, 6],
+    c: hw.Array[int32, 7, 14],
+    d: hw.Array[int32, 8],
+    e: hw.Array[int32, 9, 6],
+    f: hw.Array[int32, 12],
+):
+    return hw.flatmap(
+        (6, 7),
+        lambda i, j: (
+            hw.emit(f[i], when=hw.min(16, lambda l: b[i + l, i]) == hw.where(j != c[j, j + i], d[j + 1], e[j + 2, i])),  # noqa: E741
+        ),  # noqa: E741
+        max_out=1,
+    )
 
 
 def picks_args():
@@ -39,27 +60,47 @@ def picks_args():
 
 
 @hw.kernel(tile={"i": 4}, par={"k": 3})
-def choose(x: hw.Array[int32, 12, 6], y: hw.Array[int32, 12, 6], w: hw.Array[int32, 6], z: hw.Array[int32, 12],
-           u: hw.Array[int32, 12, 4]) -> hw.Array[int32, 12]:
-    return hw.map(12, lambda i: hw.where(hw.argmax(hw.map(6, lambda k: x[i, k] * w[k] + y[i, k])).astype(int32) > z[i],
-                                         u[i, 0], u[i, 3]))
+def choose(
+    x: hw.Array[int32, 12, 6],
+    y: hw.Array[int32, 12, 6],
+    w: hw.Array[int32, 6],
+    z: hw.Array[int32, 12],
+    u: hw.Array[int32, 12, 4],
+) -> hw.Array[int32, 12]:
+    return hw.map(
+        12,
+        lambda i: hw.where(
+            hw.argmax(hw.map(6, lambda k: x[i, k] * w[k] + y[i, k])).astype(int32) > z[i], u[i, 0], u[i, 3]
+        ),
+    )
 
 
 def choose_args():
     rng = np.random.default_rng(1)
-    return (rng.integers(-50, 50, (12, 6)).astype(np.int32), rng.integers(-50, 50, (12, 6)).astype(np.int32),
-            rng.integers(-5, 5, 6).astype(np.int32), rng.integers(0, 6, 12).astype(np.int32),
-            rng.integers(-50, 50, (12, 4)).astype(np.int32))
+    return (
+        rng.integers(-50, 50, (12, 6)).astype(np.int32),
+        rng.integers(-50, 50, (12, 6)).astype(np.int32),
+        rng.integers(-5, 5, 6).astype(np.int32),
+        rng.integers(0, 6, 12).astype(np.int32),
+        rng.integers(-50, 50, (12, 4)).astype(np.int32),
+    )
 
 
 def variant(tile: dict, par: dict, outer):
     """`choose` with another tiling, lanes, and use of the argmax (`outer(argmax, z, u, i)`)."""
 
     @hw.kernel(tile=tile, par=par)
-    def choose(x: hw.Array[int32, 12, 6], y: hw.Array[int32, 12, 6], w: hw.Array[int32, 6], z: hw.Array[int32, 12],
-               u: hw.Array[int32, 12, 4]) -> hw.Array[int32, 12]:
-        return hw.map(12, lambda i: outer(hw.argmax(hw.map(6, lambda k: x[i, k] * w[k] + y[i, k])).astype(int32),
-                                          z, u, i))
+    def choose(
+        x: hw.Array[int32, 12, 6],
+        y: hw.Array[int32, 12, 6],
+        w: hw.Array[int32, 6],
+        z: hw.Array[int32, 12],
+        u: hw.Array[int32, 12, 4],
+    ) -> hw.Array[int32, 12]:
+        return hw.map(
+            12, lambda i: outer(hw.argmax(hw.map(6, lambda k: x[i, k] * w[k] + y[i, k])).astype(int32), z, u, i)
+        )
+
     return choose
 
 
@@ -75,6 +116,7 @@ B, D = 8, 8
 def mlp(x: hw.Array[int32, B, D], w: hw.Array[int32, 2, D, D]) -> hw.Array[int32, B, D]:
     def layer(h, s):
         return hw.map((B, D), lambda n, o: hw.maximum(hw.sum(D, lambda i: h[n, i] * w[s, i, o]) >> 6, 0))
+
     h = x
     for s in range(2):
         h = layer(h, s)
@@ -88,10 +130,15 @@ def mlp_args():
 
 # cycles measured in Verilator at the default DRAM (latency 20, no jitter); the model before
 # the event-level channel predicted 427, 405, 328, 1208, 266, 393 and 324
-CASES = {"picks": (picks, picks_args, 481), "pick": (pick, picks_args, 437),
-         "choose": (choose, choose_args, 336), "mlp": (mlp, mlp_args, 1220),
-         "scaled": (scaled, choose_args, 273), "chosen3": (chosen3, choose_args, 402),
-         "chosen2": (chosen2, choose_args, 328)}
+CASES = {
+    "picks": (picks, picks_args, 481),
+    "pick": (pick, picks_args, 437),
+    "choose": (choose, choose_args, 336),
+    "mlp": (mlp, mlp_args, 1220),
+    "scaled": (scaled, choose_args, 273),
+    "chosen3": (chosen3, choose_args, 402),
+    "chosen2": (chosen2, choose_args, 328),
+}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -5,31 +5,54 @@ division, shifts, comparisons, where, astype; and the hardware datapath follows 
 model bit for bit (checked in Amaranth's simulator on random expressions)."""
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hwgen as hw
 from hwgen import ir
-from hwgen.lang import dtypes, scalars
 from hwgen.interp import Evaluator, Frame
+from hwgen.lang import dtypes, scalars
 
 INTS = [hw.int8, hw.int16, hw.int32, hw.int64, hw.uint8, hw.uint16, hw.uint32, hw.uint64]
 BINOPS = {
-    "+": np.add, "-": np.subtract, "*": np.multiply, "//": np.floor_divide, "%": np.remainder,
-    "&": np.bitwise_and, "|": np.bitwise_or, "^": np.bitwise_xor, "<<": np.left_shift,
-    ">>": np.right_shift, "<": np.less, "<=": np.less_equal, "==": np.equal, "!=": np.not_equal,
-    ">": np.greater, ">=": np.greater_equal,
+    "+": np.add,
+    "-": np.subtract,
+    "*": np.multiply,
+    "//": np.floor_divide,
+    "%": np.remainder,
+    "&": np.bitwise_and,
+    "|": np.bitwise_or,
+    "^": np.bitwise_xor,
+    "<<": np.left_shift,
+    ">>": np.right_shift,
+    "<": np.less,
+    "<=": np.less_equal,
+    "==": np.equal,
+    "!=": np.not_equal,
+    ">": np.greater,
+    ">=": np.greater_equal,
 }
 N = 64
 
 
 def apply(op, a, b):
     return {
-        "+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "//": lambda: a // b,
-        "%": lambda: a % b, "&": lambda: a & b, "|": lambda: a | b, "^": lambda: a ^ b,
-        "<<": lambda: a << b, ">>": lambda: a >> b, "<": lambda: a < b, "<=": lambda: a <= b,
-        "==": lambda: a == b, "!=": lambda: a != b, ">": lambda: a > b, ">=": lambda: a >= b,
+        "+": lambda: a + b,
+        "-": lambda: a - b,
+        "*": lambda: a * b,
+        "//": lambda: a // b,
+        "%": lambda: a % b,
+        "&": lambda: a & b,
+        "|": lambda: a | b,
+        "^": lambda: a ^ b,
+        "<<": lambda: a << b,
+        ">>": lambda: a >> b,
+        "<": lambda: a < b,
+        "<=": lambda: a <= b,
+        "==": lambda: a == b,
+        "!=": lambda: a != b,
+        ">": lambda: a > b,
+        ">=": lambda: a >= b,
     }[op]()
 
 
@@ -64,8 +87,13 @@ def test_binary_ops_match_numpy(da, db, op, seed):
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.sampled_from(INTS), st.sampled_from(["+", "-", "*", "//", "%", "&", "<", "=="]),
-       st.integers(-200, 200), st.booleans(), st.integers(0, 2**32))
+@given(
+    st.sampled_from(INTS),
+    st.sampled_from(["+", "-", "*", "//", "%", "&", "<", "=="]),
+    st.integers(-200, 200),
+    st.booleans(),
+    st.integers(0, 2**32),
+)
 def test_weak_python_ints_match_numpy(dt, op, value, left, seed):
     a = rand(np.random.default_rng(seed), dt)
     if not dt.fits(value) and op not in ("<", "=="):
@@ -100,6 +128,7 @@ def test_astype_where_unary(d1, d2, seed):
     np.testing.assert_array_equal(inv, ~a)
     np.testing.assert_array_equal(pick, np.where(a.astype(bool), a, np.zeros(1, d1.np)[0]))
     if d1 != hw.bool_:
+
         @hw.kernel
         def k2(x: hw.Array[d1, N]):
             return hw.map(N, lambda i: -x[i]), hw.map(N, lambda j: abs(x[j]))
@@ -115,8 +144,12 @@ def test_reductions_accumulate_in_the_values_dtype():
 
     @hw.kernel
     def k(x: hw.Array[hw.int8, 3]):
-        return (hw.sum(3, lambda i: x[i]), hw.sum(3, lambda j: x[j].astype(hw.int32)),
-                hw.reduce(3, lambda k_: x[k_], "*"), hw.max(3, lambda m: x[m] - m))
+        return (
+            hw.sum(3, lambda i: x[i]),
+            hw.sum(3, lambda j: x[j].astype(hw.int32)),
+            hw.reduce(3, lambda k_: x[k_], "*"),
+            hw.max(3, lambda m: x[m] - m),
+        )
 
     s8, s32, prod, mx = k(a)
     assert s8.dtype == np.int8 and s8 == np.add.reduce(a, dtype=np.int8)
@@ -133,8 +166,8 @@ def test_array_expressions_slices_matmul_and_custom_ops():
 
     @hw.kernel
     def k(a: hw.Array[hw.int32, 6, 5], b: hw.Array[hw.int32, 5, 4], x: hw.Array[hw.int32, 5]):
-        colsum = hw.sum(6, lambda i: a[i, :])          # elementwise reduce over rows
-        rows = hw.map(6, lambda r: a[r, 1:4] * 2)        # slices gain dimensions
+        colsum = hw.sum(6, lambda i: a[i, :])  # elementwise reduce over rows
+        rows = hw.map(6, lambda r: a[r, 1:4] * 2)  # slices gain dimensions
         prod = a @ b
         mv = a @ x
         rev = hw.map(5, lambda c: x[4 - c])

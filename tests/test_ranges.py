@@ -31,6 +31,10 @@ def test_or_of_values_in_range_stays_in_bounds(data):
 
 def test_argmin_key_is_as_wide_as_its_value_and_index():
     dist = ir.Param("dist", hw.int32)
-    key = ir.Binary("or", ir.Binary("shl", ir.Cast(dist, hw.int64), ir.Const(3, hw.int64), hw.int64),
-                    ir.Cast(ir.Index("k"), hw.int64), hw.int64)
+    key = ir.Binary(
+        "or",
+        ir.Binary("shl", ir.Cast(dist, hw.int64), ir.Const(3, hw.int64), hw.int64),
+        ir.Cast(ir.Index("k"), hw.int64),
+        hw.int64,
+    )
     assert value_range(key, {"k": 8}) == (-(2**34), 2**34 - 1)

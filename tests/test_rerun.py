@@ -4,10 +4,9 @@ no reset (it would tie tens of thousands of flip-flops to one net); only control
 each run must start from whatever the last one left in the data path."""
 
 import pytest
+from conftest import load_pattern
 
 import hwgen as hw
-
-from conftest import load_pattern
 
 pytestmark = pytest.mark.rtl
 

@@ -2,7 +2,6 @@
 deterministic and lint-clean Verilog."""
 
 import pytest
-
 from conftest import PATTERNS, load_pattern
 
 from hwgen_sim import runner

@@ -2,18 +2,20 @@
 
 import numpy as np
 import pytest
+from test_lower import mlp, mlp_args, mlp_numpy, order_kernels
 
 import hwgen as hw
-
-from test_lower import mlp, mlp_args, mlp_numpy, order_kernels
 
 pytestmark = pytest.mark.rtl
 
 
-@pytest.mark.parametrize("schedule", [
-    dict(metapipeline=False),  # the untiled baseline
-    dict(tile={"n": 4, "o": 4, "i": 4}, par={"i": 2}),
-])
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        dict(metapipeline=False),  # the untiled baseline
+        dict(tile={"n": 4, "o": 4, "i": 4}, par={"i": 2}),
+    ],
+)
 def test_helper_called_twice_in_verilator(schedule):
     kernel = mlp(2).with_schedule(**schedule)
     x, w = mlp_args(2)
@@ -33,6 +35,7 @@ def test_index_order_patterns_in_verilator(k):
 
 def test_helper_over_two_extents_in_verilator():
     from test_lower import two_sizes_kernel
+
     kernel, args, want = two_sizes_kernel()
     np.testing.assert_array_equal(kernel.with_schedule(tile={"i": 2, "r": 4}).verify(*args).outputs, want)
 

@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
-
 from kernelgen import random_kernel, random_schedule
 
 import hwgen as hw

@@ -10,10 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hwgen as hw
-from hwgen import ir, uint8, uint16
-from hwgen.lang.dtypes import int64
-from hwgen import timing
+from hwgen import ir, timing, uint8, uint16
 from hwgen.hw import dsp
+from hwgen.lang.dtypes import int64
 
 
 def test_signed_digits_rebuild_the_constant():
@@ -69,7 +68,7 @@ def _run(c: int, in_shape, out_width: int, values: list) -> list:
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
-    return got[levels:levels + len(values)]
+    return got[levels : levels + len(values)]
 
 
 @settings(max_examples=30, deadline=None)
@@ -93,10 +92,14 @@ fx = hw.fixed(16, 16)
 
 
 @hw.kernel(tile={"i": 32, "j": 32, "k": 32})
-def scaled(x: hw.Array[uint8, N], f: hw.Array[fx, N]) -> tuple[hw.Array[uint8, N], hw.Array[uint16, N], hw.Array[fx, N]]:
-    return (hw.map(N, lambda i: x[i] * 109),  # 128 - 16 - 4 + 1: wraps modulo 2**8
-            hw.map(N, lambda j: x[j].astype(uint16) * 3840),  # 4096 - 256: wraps modulo 2**16
-            hw.map(N, lambda k: f[k] * -0.2316419))  # a fixed-point coefficient, negative
+def scaled(
+    x: hw.Array[uint8, N], f: hw.Array[fx, N]
+) -> tuple[hw.Array[uint8, N], hw.Array[uint16, N], hw.Array[fx, N]]:
+    return (
+        hw.map(N, lambda i: x[i] * 109),  # 128 - 16 - 4 + 1: wraps modulo 2**8
+        hw.map(N, lambda j: x[j].astype(uint16) * 3840),  # 4096 - 256: wraps modulo 2**16
+        hw.map(N, lambda k: f[k] * -0.2316419),
+    )  # a fixed-point coefficient, negative
 
 
 def test_the_kernel_uses_shift_add_products():

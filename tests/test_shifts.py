@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 import hwgen as hw
 from hwgen import ir
-from hwgen.lang import scalars
 from hwgen import timing as tm
 from hwgen.interp import Evaluator, Frame
+from hwgen.lang import scalars
 from hwgen.ranges import value_range
 
 INTS = [hw.int8, hw.int16, hw.int32, hw.int64, hw.uint8, hw.uint16, hw.uint32, hw.uint64]
@@ -85,21 +85,25 @@ S = 512
 
 
 @hw.kernel
-def variable_shifts(a: hw.Array[hw.int64, S], u: hw.Array[hw.uint64, S], w: hw.Array[hw.int32, S],
-                    s: hw.Array[hw.int64, S]):
-    return (hw.map(S, lambda i: a[i] >> s[i]), hw.map(S, lambda j: a[j] << s[j]),
-            hw.map(S, lambda k: u[k] >> s[k].astype(hw.uint64)),
-            hw.map(S, lambda m: w[m] << s[m].astype(hw.int32)),
-            hw.map(S, lambda n: w[n] >> (s[n] & 31).astype(hw.int32)))
+def variable_shifts(
+    a: hw.Array[hw.int64, S], u: hw.Array[hw.uint64, S], w: hw.Array[hw.int32, S], s: hw.Array[hw.int64, S]
+):
+    return (
+        hw.map(S, lambda i: a[i] >> s[i]),
+        hw.map(S, lambda j: a[j] << s[j]),
+        hw.map(S, lambda k: u[k] >> s[k].astype(hw.uint64)),
+        hw.map(S, lambda m: w[m] << s[m].astype(hw.int32)),
+        hw.map(S, lambda n: w[n] >> (s[n] & 31).astype(hw.int32)),
+    )
 
 
 def test_split_shifters_in_verilator_are_bit_exact():
     """Amounts from -3 to 80 (negative ones shift by their bits as unsigned: past the width)
     through two-step shifters, every case against the golden model."""
     rng = np.random.default_rng(5)
-    a = rng.integers(-2**63, 2**63 - 1, S, dtype=np.int64, endpoint=True)
+    a = rng.integers(-(2**63), 2**63 - 1, S, dtype=np.int64, endpoint=True)
     u = rng.integers(0, 2**64 - 1, S, dtype=np.uint64, endpoint=True)
-    w = rng.integers(-2**31, 2**31 - 1, S, dtype=np.int32, endpoint=True)
+    w = rng.integers(-(2**31), 2**31 - 1, S, dtype=np.int32, endpoint=True)
     s = rng.integers(-3, 80, S, dtype=np.int64, endpoint=True)
     r = variable_shifts.with_schedule(tile={n: 128 for n in "ijkmn"}, par={"i": 2}).verify(a, u, w, s)
     assert r.cycles == r.predicted_cycles

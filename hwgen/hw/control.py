@@ -147,7 +147,9 @@ class MetaLoop(wiring.Component):
                 m.d.sync += self.done.eq(1)
             for k in range(S - 1, 0, -1):
                 for c in self.counters:
-                    m.d.sync += getattr(self, f"ctr_{_name(c.name)}_s{k}").eq(getattr(self, f"ctr_{_name(c.name)}_s{k - 1}"))
+                    m.d.sync += getattr(self, f"ctr_{_name(c.name)}_s{k}").eq(
+                        getattr(self, f"ctr_{_name(c.name)}_s{k - 1}")
+                    )
                 for d in self.depths:
                     m.d.sync += getattr(self, f"buf{d}_s{k}").eq(getattr(self, f"buf{d}_s{k - 1}"))
             for e, c in zip(enter_ctr, self.counters):

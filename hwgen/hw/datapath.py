@@ -18,11 +18,21 @@ from amaranth.lib.memory import Memory
 
 from .. import ir
 from ..ranges import value_range
+from ..timing import (
+    FANOUT,
+    LOW_SHIFT_BITS,
+    Timing,
+    constant_factor,
+    divider_bits,
+    latency_of,
+    multiplier,
+    shift_add,
+    shift_bits,
+    split_shift,
+    wide_mul,
+)
 from . import divider, dsp
 from .device import KEEP
-from ..timing import FANOUT
-from ..timing import (LOW_SHIFT_BITS, Timing, constant_factor, divider_bits, latency_of, multiplier, shift_add,
-                     shift_bits, split_shift, wide_mul)
 
 
 def dtype_shape(dtype) -> Shape:
@@ -43,8 +53,6 @@ def range_shape(lo: int, hi: int) -> Shape:
     return signed(max((-lo - 1).bit_length(), hi.bit_length()) + 1)
 
 
-
-
 class Datapath:
     """Builds the hardware of the expressions of one Pipe into module `m`, for every lane.
 
@@ -55,8 +63,7 @@ class Datapath:
     whose indices are valid at `stage` and returns its data, valid `mem_latency(mem)` later.
     """
 
-    def __init__(self, m, timing: Timing, extents: dict, leaf, static, read, mem_latency, deps, name="dp",
-                 spread=None):
+    def __init__(self, m, timing: Timing, extents: dict, leaf, static, read, mem_latency, deps, name="dp", spread=None):
         self.m = m
         self.timing = timing
         self.extents = extents
@@ -276,7 +283,10 @@ class Datapath:
         (alo, ahi), (blo, bhi) = ranges
         if alo >= 0 and blo >= 0:
             width = min(width, ahi.bit_length() + bhi.bit_length())
-        chunks_a, chunks_b = _chunks(_fit(a, node.dtype), alo, ahi, width), _chunks(_fit(b, node.dtype), blo, bhi, width)
+        chunks_a, chunks_b = (
+            _chunks(_fit(a, node.dtype), alo, ahi, width),
+            _chunks(_fit(b, node.dtype), blo, bhi, width),
+        )
         terms = []
         for i, ca in enumerate(chunks_a):
             for j, cb in enumerate(chunks_b):
@@ -360,11 +370,19 @@ def compute(node, operands: list):
 
 
 _ARITH = {
-    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-    "floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b,
-    "max": lambda a, b: Mux(a >= b, a, b), "min": lambda a, b: Mux(a <= b, a, b),
-    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
-    "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "floordiv": lambda a, b: a // b,
+    "mod": lambda a, b: a % b,
+    "max": lambda a, b: Mux(a >= b, a, b),
+    "min": lambda a, b: Mux(a <= b, a, b),
+    "eq": lambda a, b: a == b,
+    "ne": lambda a, b: a != b,
+    "lt": lambda a, b: a < b,
+    "le": lambda a, b: a <= b,
+    "gt": lambda a, b: a > b,
+    "ge": lambda a, b: a >= b,
 }
 
 

@@ -75,7 +75,7 @@ def _step(m, new_signal, rem, quo, div, bit, bits):
     total = Cat(Const(1, 1), trial) + Cat(sub, addend)
     new_rem, new_quo = new_signal(signed(w + 1), "dv_r"), new_signal(unsigned(bits), "dv_q")
     fits = ~total[w + 1]  # the new remainder's sign, inverted
-    m.d.sync += [new_rem.eq(total[1:w + 2]), new_quo.eq(fits if quo is None else Cat(fits, quo))]
+    m.d.sync += [new_rem.eq(total[1 : w + 2]), new_quo.eq(fits if quo is None else Cat(fits, quo))]
     return new_rem, new_quo
 
 
@@ -92,5 +92,5 @@ def _carry(m, new_signal, div, flags, a_mag, k):
     d = new_signal(div.shape(), "dv_d")
     kept = tuple(new_signal(1, name) for name in ("dv_sa", "dv_sb", "dv_z"))
     rest = new_signal(unsigned(max(1, k)), "dv_x")
-    m.d.sync += [d.eq(div), *(a.eq(b) for a, b in zip(kept, flags)), rest.eq(a_mag[:max(1, k)])]
+    m.d.sync += [d.eq(div), *(a.eq(b) for a, b in zip(kept, flags)), rest.eq(a_mag[: max(1, k)])]
     return d, kept, rest

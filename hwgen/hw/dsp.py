@@ -76,10 +76,17 @@ def _mult18x18d(m, a, b, out, new_signal, signed: bool) -> None:
     flag = Const(int(signed), 1)
     m.submodules += Instance(
         "MULT18X18D",
-        p_REG_INPUTA_CLK="CLK0", p_REG_INPUTB_CLK="CLK0", p_REG_OUTPUT_CLK="CLK0",
+        p_REG_INPUTA_CLK="CLK0",
+        p_REG_INPUTB_CLK="CLK0",
+        p_REG_OUTPUT_CLK="CLK0",
         p_GSR="DISABLED",
-        i_CLK0=ClockSignal(), i_CE0=Const(1, 1), i_RST0=Const(0, 1),
-        i_SIGNEDA=flag, i_SIGNEDB=flag, i_SOURCEA=Const(0, 1), i_SOURCEB=Const(0, 1),
+        i_CLK0=ClockSignal(),
+        i_CE0=Const(1, 1),
+        i_RST0=Const(0, 1),
+        i_SIGNEDA=flag,
+        i_SIGNEDB=flag,
+        i_SOURCEA=Const(0, 1),
+        i_SOURCEB=Const(0, 1),
         **ports,
     )
     m.d.comb += out.eq(p)  # truncates, or extends by the product's signedness

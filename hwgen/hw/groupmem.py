@@ -86,8 +86,10 @@ class GroupMem(wiring.Component):
         same_as_b = Signal()
         m.d.comb += same_as_b.eq(opening & (b_key == u.key))
         hits = [Signal(name=f"hit{j}") for j in range(cap)]
-        m.d.comb += [h.eq(u.en & ~u.first & ((valid[j] & kept & (keys[j] == u.key)) | (same_as_b & (base == j))))
-                     for j, h in enumerate(hits)]
+        m.d.comb += [
+            h.eq(u.en & ~u.first & ((valid[j] & kept & (keys[j] == u.key)) | (same_as_b & (base == j))))
+            for j, h in enumerate(hits)
+        ]
         m.d.sync += [b_en.eq(u.en), b_first.eq(u.first), b_key.eq(u.key), b_found.eq(_any(hits))]
         m.d.sync += [a.eq(b) for a, b in zip(b_hits, hits)]
         m.d.sync += [b.eq(getattr(u, f"v{c}")) for c, b in enumerate(b_values)]
@@ -95,7 +97,9 @@ class GroupMem(wiring.Component):
             for j in range(cap):
                 with m.If(b_hits[j]):
                     for c in range(width):
-                        m.d.sync += values[j][c].eq(combine(m, g.op, values[j][c], b_values[c], g.values.dtype, new_signal))
+                        m.d.sync += values[j][c].eq(
+                            combine(m, g.op, values[j][c], b_values[c], g.values.dtype, new_signal)
+                        )
                 with m.Elif(~b_found & (base == j)):
                     m.d.sync += [keys[j].eq(b_key), valid[j].eq(1)]
                     m.d.sync += [values[j][c].eq(b_values[c]) for c in range(width)]

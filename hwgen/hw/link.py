@@ -59,11 +59,13 @@ def beat_stream(word_bits: int, words: int) -> stream.Signature:
 
 def link_signature(word_bits: int, words: int) -> wiring.Signature:
     """The wire side of a link, as seen from the sender: valid and data forward, credit back."""
-    return wiring.Signature({
-        "valid": Out(1),
-        "data": Out(beat_layout(word_bits, words)),
-        "credit": In(1),
-    })
+    return wiring.Signature(
+        {
+            "valid": Out(1),
+            "data": Out(beat_layout(word_bits, words)),
+            "credit": In(1),
+        }
+    )
 
 
 def _check(word_bits: int, words: int, latency: int, depth: int) -> None:
@@ -92,10 +94,12 @@ class LinkTx(wiring.Component):
         depth = link_depth(latency) if depth is None else depth
         _check(word_bits, words, latency, depth)
         self.word_bits, self.words, self.depth = word_bits, words, depth
-        super().__init__({
-            "i": In(beat_stream(word_bits, words)),
-            "link": Out(link_signature(word_bits, words)),
-        })
+        super().__init__(
+            {
+                "i": In(beat_stream(word_bits, words)),
+                "link": Out(link_signature(word_bits, words)),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -177,10 +181,12 @@ class LinkRx(wiring.Component):
         depth = link_depth(latency) if depth is None else depth
         _check(word_bits, words, latency, depth)
         self.word_bits, self.words, self.depth = word_bits, words, depth
-        super().__init__({
-            "link": In(link_signature(word_bits, words)),
-            "o": Out(beat_stream(word_bits, words)),
-        })
+        super().__init__(
+            {
+                "link": In(link_signature(word_bits, words)),
+                "o": Out(beat_stream(word_bits, words)),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()

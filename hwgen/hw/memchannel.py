@@ -53,28 +53,35 @@ def write(addr_bits: int, data_bits: int, words: int) -> wiring.Signature:
 def channel(addr_bits: int, word_bits: int, words: int, tag_bits: int) -> wiring.Signature:
     """The kernel's `mem` port (as seen from the kernel)."""
     data_bits = word_bits * words
-    return wiring.Signature({
-        "rd_req": Out(read_request(addr_bits, tag_bits)),
-        "rd_resp": In(read_response(data_bits, tag_bits)),
-        "wr": Out(write(addr_bits, data_bits, words)),
-    })
+    return wiring.Signature(
+        {
+            "rd_req": Out(read_request(addr_bits, tag_bits)),
+            "rd_resp": In(read_response(data_bits, tag_bits)),
+            "wr": Out(write(addr_bits, data_bits, words)),
+        }
+    )
 
 
 def dram_port(addr_bits: int, word_bits: int, words: int, tag_bits: int) -> wiring.Signature:
     """The PE's DRAM channel (as seen from the PE): typed streams carrying the fields above."""
     data_bits = word_bits * words
-    return wiring.Signature({
-        "rd_req": Out(stream.Signature(data.StructLayout({"addr": addr_bits, "tag": tag_bits}))),
-        "rd_resp": In(stream.Signature(data.StructLayout({"data": data_bits, "tag": tag_bits}))),
-        "wr": Out(stream.Signature(data.StructLayout({"addr": addr_bits, "data": data_bits, "mask": words}))),
-    })
+    return wiring.Signature(
+        {
+            "rd_req": Out(stream.Signature(data.StructLayout({"addr": addr_bits, "tag": tag_bits}))),
+            "rd_resp": In(stream.Signature(data.StructLayout({"data": data_bits, "tag": tag_bits}))),
+            "wr": Out(stream.Signature(data.StructLayout({"addr": addr_bits, "data": data_bits, "mask": words}))),
+        }
+    )
 
 
 def connect_flat(m: Module, typed, flat) -> None:
     """Drive the flat channel `flat` (a top's `channel` port) from the PE's `typed` port
     (`dram_port`), and the PE's inputs from the flat port's."""
-    for name, fields, outward in (("rd_req", ("addr", "tag"), True), ("rd_resp", ("data", "tag"), False),
-                                  ("wr", ("addr", "data", "mask"), True)):
+    for name, fields, outward in (
+        ("rd_req", ("addr", "tag"), True),
+        ("rd_resp", ("data", "tag"), False),
+        ("wr", ("addr", "data", "mask"), True),
+    ):
         t, f = getattr(typed, name), getattr(flat, name)
         src, dst = (t, f) if outward else (f, t)
         m.d.comb += dst.valid.eq(src.valid)
@@ -163,18 +170,21 @@ class Arbiter(wiring.Component):
         free = Signal(name=f"{kind}_free")  # it takes a new request this cycle
         m.d.comb += [free.eq(~held | out.ready), out.valid.eq(held)]
         if n > 1:
+
             def ahead(start: int, k: int) -> list:
                 """The clients searched before k when the last grant was `start`."""
                 order = [(start + 1 + j) % n for j in range(n)]
-                return order[:order.index(k)]
+                return order[: order.index(k)]
+
             # ahead_k[j]: client j comes before client k in the search from the last grant,
             # held in flip-flops (made from the grant), so a client wins in one AND-OR of the
             # other clients' valids, with no decoding of the last grant on the way
             for k in range(n):
                 mask = Signal(n, name=f"{kind}_ahead_{k}", init=sum(1 << j for j in ahead(0, k)))
                 with m.If(free & _any(c.valid for c in clients)):
-                    m.d.sync += [mask[j].eq(_any(won[g] for g in range(n) if j in ahead(g, k)))
-                                 for j in range(n) if j != k]
+                    m.d.sync += [
+                        mask[j].eq(_any(won[g] for g in range(n) if j in ahead(g, k))) for j in range(n) if j != k
+                    ]
                 m.d.comb += won[k].eq(clients[k].valid & ~_any(mask[j] & clients[j].valid for j in range(n) if j != k))
         else:
             m.d.comb += won[0].eq(clients[0].valid)

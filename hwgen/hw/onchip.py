@@ -42,9 +42,9 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .bram import BlockRam
 from ..passes.memplan import BANK_FANOUT, MUX_GROUP
 from ..timing import FANOUT
+from .bram import BlockRam
 from .datapath import dtype_shape, select
 from .device import KEEP
 
@@ -136,8 +136,10 @@ class OnChipMem(wiring.Component):
         mem = plan.mem
         shape = mem.shape
         size = max(1, mem.size)
-        copies = [[Signal(dtype_shape(mem.dtype), name=f"b{c}_r{e}", reset_less=True) for e in range(size)]
-                  for c in range(plan.depth)]
+        copies = [
+            [Signal(dtype_shape(mem.dtype), name=f"b{c}_r{e}", reset_less=True) for e in range(size)]
+            for c in range(plan.depth)
+        ]
         width = max(1, (size - 1).bit_length())
         count = [0]
 
@@ -188,7 +190,7 @@ class OnChipMem(wiring.Component):
         copy of that register (kept apart in synthesis), placed by its banks, so no one
         flip-flop drives multiplexers all over the chip."""
         low = MUX_GROUP.bit_length() - 1
-        groups = [values[g:g + MUX_GROUP] for g in range(0, len(values), MUX_GROUP)]
+        groups = [values[g : g + MUX_GROUP] for g in range(0, len(values), MUX_GROUP)]
         picked = []
         for n, group in enumerate(groups):
             own = Signal(len(sel), name=f"{name}_sel_g{n}", attrs=KEEP, reset_less=True)
@@ -221,10 +223,19 @@ class OnChipMem(wiring.Component):
         for n in inner:
             depth *= n
         bank_ids = list(itertools.product(*(range(b) for b in banks)))
-        rams = {b: BlockRam(dtype_shape(mem.dtype), depth * plan.depth, len(self._reads), "ram_" + "_".join(map(str, b)))
-                for b in bank_ids}
-        return SimpleNamespace(bits=[b.bit_length() - 1 for b in banks], inner=inner, depth=depth, bank_ids=bank_ids,
-                               flat_bank={b: k for k, b in enumerate(bank_ids)}, rams=rams, count=0)
+        rams = {
+            b: BlockRam(dtype_shape(mem.dtype), depth * plan.depth, len(self._reads), "ram_" + "_".join(map(str, b)))
+            for b in bank_ids
+        }
+        return SimpleNamespace(
+            bits=[b.bit_length() - 1 for b in banks],
+            inner=inner,
+            depth=depth,
+            bank_ids=bank_ids,
+            flat_bank={b: k for k, b in enumerate(bank_ids)},
+            rams=rams,
+            count=0,
+        )
 
     def _split(self, m, g, port, lane, buf) -> tuple:
         """(bank number, address in the bank) signals of a lane's index."""
@@ -263,12 +274,17 @@ class OnChipMem(wiring.Component):
                 data = getattr(port, f"d{lane}").as_unsigned()
                 step = MUX_GROUP if plan.registered_writes else len(reach[lane])
                 for first in range(0, len(reach[lane]), step):
-                    group = reach[lane][first:first + step]
+                    group = reach[lane][first : first + step]
                     # the lane's request first lands on flip-flops: a copy (kept) per group of
                     # MUX_GROUP banks, placed by its banks, so no flip-flop's route spans them all
-                    g_addr, g_data = ((self._register(m, addr, f"w{k}_l{lane}_addr_g{first // step}", KEEP),
-                                       self._register(m, data, f"w{k}_l{lane}_data_g{first // step}", KEEP))
-                                      if plan.registered_writes else (addr, data))
+                    g_addr, g_data = (
+                        (
+                            self._register(m, addr, f"w{k}_l{lane}_addr_g{first // step}", KEEP),
+                            self._register(m, data, f"w{k}_l{lane}_data_g{first // step}", KEEP),
+                        )
+                        if plan.registered_writes
+                        else (addr, data)
+                    )
                     for b in group:
                         hit = en if len(reach[lane]) == 1 else en & (bank == flat_bank[b])
                         if plan.registered_writes:
@@ -281,9 +297,11 @@ class OnChipMem(wiring.Component):
                 hit, addr, data = requests[b][0]
                 m.d.sync += [ram.w_en.eq(hit), ram.w_addr.eq(addr), ram.w_data.eq(data)]
                 continue
-            m.d.sync += [ram.w_en.eq(one_of([hit for hit, _, _ in requests[b]])),
-                         ram.w_addr.eq(one_of([Mux(hit, addr, 0) for hit, addr, _ in requests[b]])),
-                         ram.w_data.eq(one_of([Mux(hit, data, 0) for hit, _, data in requests[b]]))]
+            m.d.sync += [
+                ram.w_en.eq(one_of([hit for hit, _, _ in requests[b]])),
+                ram.w_addr.eq(one_of([Mux(hit, addr, 0) for hit, addr, _ in requests[b]])),
+                ram.w_data.eq(one_of([Mux(hit, data, 0) for hit, _, data in requests[b]])),
+            ]
 
     def _read_banks(self, m, g, k, lanes, reach) -> None:
         """Read port k: each bank's address from the lane that addresses it, each lane's data
@@ -297,8 +315,13 @@ class OnChipMem(wiring.Component):
             users_of = {b: sum(b in reach[lane] for lane in range(lanes)) for b in bank_ids}
             # a lane needs its bank number only to pick among banks or to claim a shared one
             picks = [len(reach[lane]) > 1 or users_of[reach[lane][0]] > 1 for lane in range(lanes)]
-            splits = [(self._register(m, bank, f"r{k}_l{lane}_bank", KEEP) if picks[lane] else bank,
-                       self._register(m, addr, f"r{k}_l{lane}_addr", KEEP)) for lane, (bank, addr) in enumerate(splits)]
+            splits = [
+                (
+                    self._register(m, bank, f"r{k}_l{lane}_bank", KEEP) if picks[lane] else bank,
+                    self._register(m, addr, f"r{k}_l{lane}_addr", KEEP),
+                )
+                for lane, (bank, addr) in enumerate(splits)
+            ]
         data = {}
         for b, ram in g.rams.items():
             raddr = ram.r_addr[k]
@@ -307,8 +330,9 @@ class OnChipMem(wiring.Component):
             if len(users) == 1:  # one lane can address the bank: its address, ungated
                 m.d.sync += raddr.eq(splits[users[0]][1])
             elif users:  # the planner gives a bank to at most one lane of a port
-                m.d.sync += raddr.eq(one_of([Mux(splits[lane][0] == flat_bank[b], splits[lane][1], 0)
-                                             for lane in users]))
+                m.d.sync += raddr.eq(
+                    one_of([Mux(splits[lane][0] == flat_bank[b], splits[lane][1], 0) for lane in users])
+                )
             data[b] = ram.r_data[k]  # three cycles after the bank's address register is given its address
         for lane in range(lanes):
             value = self._lane_data(m, g, k, lane, reach[lane], splits[lane][0], data)

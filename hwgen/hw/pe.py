@@ -34,14 +34,14 @@ from ..dram import DramConfig, word_bits
 from ..loops import Load, Loop, Parallel, Pipe, Store
 from ..passes.names import kind_of
 from . import memchannel
+from .collective import RingAllReduce
 from .control import MetaLoop, SeqLoop
 from .control import Parallel as ParallelUnit
 from .datapath import dtype_shape
 from .groupmem import ROLES, GroupMem
+from .link import LinkRx, LinkTx, link_signature
 from .onchip import OnChipMem
 from .pipe import PipeUnit, port_name
-from .collective import RingAllReduce
-from .link import LinkRx, LinkTx, link_signature
 from .transfer import LoadUnit, StoreUnit, reach_banks
 
 
@@ -84,8 +84,17 @@ class PE(wiring.Component):
         readers = len(self.loads) + (ring is not None)
         self.tag_bits = memchannel.tag_bits_for(max(1, readers))
         if ring is not None:
-            self.coll = RingAllReduce(ring.n, ring.p, ring.slice, ring.op, ring.dtype.bits, ring.dtype.signed,
-                                      dram.words_per_cycle, self.word_bits, addr)
+            self.coll = RingAllReduce(
+                ring.n,
+                ring.p,
+                ring.slice,
+                ring.op,
+                ring.dtype.bits,
+                ring.dtype.signed,
+                dram.words_per_cycle,
+                self.word_bits,
+                addr,
+            )
             self.unit_names.append("ring0")
             members["pe_x"] = In(range(ring.p))
             members[f"base_{ring.dst}"] = In(addr)
@@ -128,8 +137,15 @@ class PE(wiring.Component):
             return self._node(ctrl, unit)
         if isinstance(ctrl, Store):
             plan = self.plans[ctrl.mem.name]
-            unit = StoreUnit(ctrl, outer, cfg.words_per_cycle, self.word_bits, cfg.addr_bits, plan.latency,
-                             spread=plan.registered_reads)
+            unit = StoreUnit(
+                ctrl,
+                outer,
+                cfg.words_per_cycle,
+                self.word_bits,
+                cfg.addr_bits,
+                plan.latency,
+                spread=plan.registered_reads,
+            )
             self.stores.append(unit)
             return self._node(ctrl, unit)
         raise TypeError(f"no hardware for {type(ctrl).__name__}")
@@ -180,8 +196,12 @@ class PE(wiring.Component):
             dst = Signal(self.dram.addr_bits, name=f"base_{ring.dst}_q")
             with m.If(self.start & ~self.busy):
                 m.d.sync += dst.eq(getattr(self, f"base_{ring.dst}"))
-            m.d.comb += [coll.go.eq(self.tree.unit.done), coll.pe_x.eq(self.pe_x),
-                         coll.src_base.eq(bases[ring.src]), coll.dst_base.eq(dst)]
+            m.d.comb += [
+                coll.go.eq(self.tree.unit.done),
+                coll.pe_x.eq(self.pe_x),
+                coll.src_base.eq(bases[ring.src]),
+                coll.dst_base.eq(dst),
+            ]
             wiring.connect(m, coll.tx, tx.i)
             wiring.connect(m, rx.o, coll.rx)
             wiring.connect(m, tx.link, wiring.flipped(self.link_tx))
@@ -232,8 +252,11 @@ class PE(wiring.Component):
         unit, ctrl = node.unit, node.ctrl
         m.d.comb += unit.base.eq(bases[ctrl.dram.name])
         shape = ctrl.mem.shape if isinstance(unit, LoadUnit) else ctrl.shape
-        reach = reach_banks(shape, self.dram.words_per_cycle, self.plans[ctrl.mem.name]) \
-            if ctrl.mem.shape == shape else None
+        reach = (
+            reach_banks(shape, self.dram.words_per_cycle, self.plans[ctrl.mem.name])
+            if ctrl.mem.shape == shape
+            else None
+        )
         entry = (unit.port, unit.lanes, reach, self._buffer(ctrl.mem, stages))
         ports[ctrl.mem.name]["w" if isinstance(unit, LoadUnit) else "r"].append(entry)
         if isinstance(unit, StoreUnit) and ctrl.limit is not None:
@@ -268,7 +291,9 @@ class PE(wiring.Component):
             if plan.kind == "group":
                 continue
             reads, writes = ports[mem.name]["r"], ports[mem.name]["w"]
-            block = OnChipMem(plan, [(lanes, st) for _, lanes, st, _ in reads], [(lanes, st) for _, lanes, st, _ in writes])
+            block = OnChipMem(
+                plan, [(lanes, st) for _, lanes, st, _ in reads], [(lanes, st) for _, lanes, st, _ in writes]
+            )
             m.submodules[f"mem_{mem.name}"] = block
             for k, (iface, _, _, buf) in enumerate(reads):
                 self._connect_read(m, iface, getattr(block, f"r{k}"), mem)

@@ -21,23 +21,16 @@ Members:
 
 from __future__ import annotations
 
-import itertools
-import math
-from dataclasses import dataclass
-
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .. import ir
-from ..affine import to_affine
+from ..loops import AppendWrite, GroupWrite, Pipe
 from ..passes.memplan import BANK_FANOUT
 from ..passes.pipeplan import PipePlan, broadcast, lane_combos, par_deps, pipe_exprs, reuse_distance
-from ..errors import ScheduleError
-from ..loops import AppendWrite, GroupWrite, Pipe, write_exprs
-from .. import timing as tm
-from .counters import all_at_end, next_values
 from ..timing import FANOUT
+from .counters import all_at_end, next_values
 from .datapath import Datapath, dtype_shape
 from .device import KEEP
 from .groupmem import update_port
@@ -69,8 +62,7 @@ def identity(op: ir.Combiner, dtype):
         return None
     if dtype.is_bool:
         return {"and": 1, "or": 0, "xor": 0, "max": 0, "min": 1}.get(op.op)
-    return {"add": 0, "or": 0, "xor": 0, "mul": 1, "and": dtype.wrap(-1),
-            "max": dtype.min, "min": dtype.max}.get(op.op)
+    return {"add": 0, "or": 0, "xor": 0, "mul": 1, "and": dtype.wrap(-1), "max": dtype.min, "min": dtype.max}.get(op.op)
 
 
 class PipeUnit(wiring.Component):
@@ -156,8 +148,19 @@ class PipeUnit(wiring.Component):
                 value = self._tree(dp, w, plan, lane, reduce_names, L)
                 idx = [dp.at(i, L, lane) for i in w.idx] or [Const(0, 1)]
                 if w.op is not None:
-                    value = self._accumulate(m, dp, w, old_port, k, pos, lane, value, idx, reduce_names,
-                                             lambda stage: valid_for(stage, pos, len(spec.lanes)))
+                    value = self._accumulate(
+                        m,
+                        dp,
+                        w,
+                        old_port,
+                        k,
+                        pos,
+                        lane,
+                        value,
+                        idx,
+                        reduce_names,
+                        lambda stage: valid_for(stage, pos, len(spec.lanes)),
+                    )
                 m.d.comb += getattr(port, f"en{pos}").eq(valid_for(L, pos, len(spec.lanes)))
                 for d, v in enumerate(idx):
                     m.d.comb += getattr(port, f"i{pos}_{d}").eq(v)
@@ -167,6 +170,7 @@ class PipeUnit(wiring.Component):
     def _datapath(self, m, regs: dict) -> Datapath:
         """The datapath of the pipe's expressions: counters (`regs`, each lane at its offset),
         enclosing counters and parameters from ports, memory reads through the read ports."""
+
         def leaf(node, lane):
             if isinstance(node, ir.Param):
                 return getattr(self, f"arg_{port_name(node.name)}")
@@ -192,9 +196,18 @@ class PipeUnit(wiring.Component):
                 m.d.comb += getattr(port, f"i{pos}_{d}").eq(value)
             return getattr(port, f"d{pos}")
 
-        return Datapath(m, self.timing, self.extents, leaf, static, read,
-                      lambda mem: self.plans[mem.name].latency, par_deps(self.par), name="n",
-                      spread=broadcast(self.par))
+        return Datapath(
+            m,
+            self.timing,
+            self.extents,
+            leaf,
+            static,
+            read,
+            lambda mem: self.plans[mem.name].latency,
+            par_deps(self.par),
+            name="n",
+            spread=broadcast(self.par),
+        )
 
     def _issue(self, m) -> tuple:
         """The pipe's counters, stepping one issue per cycle from `go`: (registers by counter
@@ -233,6 +246,7 @@ class PipeUnit(wiring.Component):
         unit = identity(w.op, w.mem.dtype)
         cleared = False  # the forwarding gives the identity 0 on the first update
         if latency:
+
             def ready(node, stage):
                 return dp.static(node) or self.timing.stage[node] <= stage
 
@@ -243,16 +257,18 @@ class PipeUnit(wiring.Component):
             clear = None
             if unit == 0 and ready(w.first, L - 1):
                 clear, cleared = dp.at(w.first, L - 1, first_lane), True
-            old = self._forward(m, old, new, idx, early, earlier, valid_at(L - 1),
-                                valid_at(L),
-                                f"w{k}l{pos}", behind, clear)
+            old = self._forward(
+                m, old, new, idx, early, earlier, valid_at(L - 1), valid_at(L), f"w{k}l{pos}", behind, clear
+            )
         if cleared:
             m.d.comb += new.eq(dp.combine(w.op, old, value, w.mem.dtype))
         elif unit is None or w.op.op in ("min", "max"):  # choose after combining
             if self._bounded(w):  # compare at the width of the values written
                 shape = dp.shape(w.value)
-                old, value = self._narrow(m, old, shape, f"acc_w{k}l{pos}_o"), \
-                    self._narrow(m, value, shape, f"acc_w{k}l{pos}_v")
+                old, value = (
+                    self._narrow(m, old, shape, f"acc_w{k}l{pos}_o"),
+                    self._narrow(m, value, shape, f"acc_w{k}l{pos}_v"),
+                )
             first = dp.at(w.first, L, first_lane)
             m.d.comb += new.eq(Mux(first, value, dp.combine(w.op, old, value, w.mem.dtype)))
         else:  # the first update combines with the identity: one mux before the op
@@ -294,9 +310,11 @@ class PipeUnit(wiring.Component):
         position = Mux(dp.at(w.first, L), 0, count_r.d0)
         for k, (cond, item) in enumerate(zip(w.conds, w.items)):
             keep = dp.at(cond, L)
-            m.d.comb += [getattr(values_w, f"en{k}").eq(valid & keep),
-                         getattr(values_w, f"i{k}_0").eq(position),
-                         getattr(values_w, f"d{k}").eq(dp.at(item, L))]
+            m.d.comb += [
+                getattr(values_w, f"en{k}").eq(valid & keep),
+                getattr(values_w, f"i{k}_0").eq(position),
+                getattr(values_w, f"d{k}").eq(dp.at(item, L)),
+            ]
             position = position + keep
         m.d.comb += [count_w.en0.eq(valid), count_w.i0_0.eq(0), count_w.d0.eq(position)]
 
@@ -341,12 +359,12 @@ class PipeUnit(wiring.Component):
             # two stages early, this iteration is two writes behind: the iteration one stage
             # behind the write, the write happening now, then the history but its two oldest
             sames = []
-            for j, (w_idx, w_valid) in enumerate([(early_idx, coming), (idx, writing)] + older[:depth - 2]):
+            for j, (w_idx, w_valid) in enumerate([(early_idx, coming), (idx, writing)] + older[: depth - 2]):
                 r = Signal(name=f"fw_{name}_same{j}")
                 m.d.sync += r.eq(same(w_idx, w_valid, earlier_idx))
                 sames.append(r)
         else:  # one stage early, one write behind: the write happening now, then the history
-            sames = [same(w_idx, w_valid, early_idx) for w_idx, w_valid in [(idx, writing)] + older[:depth - 1]]
+            sames = [same(w_idx, w_valid, early_idx) for w_idx, w_valid in [(idx, writing)] + older[: depth - 1]]
         width = len(new)
         slices = [slice(lo, min(lo + SELECT_SLICE, width)) for lo in range(0, width, SELECT_SLICE)]
 
@@ -388,5 +406,5 @@ class PipeUnit(wiring.Component):
                 b = dp.delay(level[j + 1][0], level[j + 1][1], stage, ("tree", id(w), depth, j + 1, lane), shape)
                 nxt.append((dp.combine(w.op, a, b, w.mem.dtype), stage))
             level = nxt
-        (value, stage), = level
+        ((value, stage),) = level
         return dp.delay(value, stage, L, ("tree-out", id(w), lane), shape)

@@ -96,7 +96,10 @@ class Top(wiring.Component):
             memchannel.connect_flat(m, pe.mem, getattr(self, f"mem{suffix}"))
         if self.ring is not None:
             pe = self.pe
-            m.d.comb += [pe.pe_x.eq(self.pe_x), getattr(pe, f"base_{self.ring.dst}").eq(getattr(self, f"base_{self.ring.dst}"))]
+            m.d.comb += [
+                pe.pe_x.eq(self.pe_x),
+                getattr(pe, f"base_{self.ring.dst}").eq(getattr(self, f"base_{self.ring.dst}")),
+            ]
             wiring.connect(m, pe.link_tx, wiring.flipped(self.link_tx))
             wiring.connect(m, wiring.flipped(self.link_rx), pe.link_rx)
         if single:

@@ -33,12 +33,12 @@ from amaranth.lib.wiring import In, Out
 
 from .. import ir
 from ..loops import Counter
+from ..passes.memplan import congruent_banks
+from ..timing import beats_of, lanes_of
 from . import dsp, memchannel
 from .counters import all_at_end, next_values
 from .datapath import build_comb
 from .device import KEEP
-from ..passes.memplan import congruent_banks
-from ..timing import beats_of, lanes_of
 from .onchip import one_of, read_port, write_port
 from .pipe import port_name, used_names
 
@@ -51,8 +51,7 @@ def reach_banks(shape, words: int, plan) -> list | None:
     if plan.kind != "sram":
         return None
     grains = [1] * (len(plan.banks) - 1) + [math.gcd(plan.banks[-1], words)]
-    return [congruent_banks([0] * (len(grains) - 1) + [k % grains[-1]], grains, plan.banks)
-            for k in range(lanes)]
+    return [congruent_banks([0] * (len(grains) - 1) + [k % grains[-1]], grains, plan.banks) for k in range(lanes)]
 
 
 def _strides(shape) -> list:
@@ -91,7 +90,7 @@ class _Beats:
         `step` is registered and added at `late_step`, so the counters reach one register and
         not the adder."""
         addr = Signal(bits, name=f"{self.counters[-1].name}_addr")
-        steps = list(strides[:len(self.regs) - 1]) + [self.words]
+        steps = list(strides[: len(self.regs) - 1]) + [self.words]
         extents = [c.extent for c in self.counters]
         delta = None
         # the counter that steps is the outermost one whose inner counters all wrap; build the
@@ -99,7 +98,7 @@ class _Beats:
         for k in reversed(range(len(self.regs))):
             back = sum((extents[j] - 1) * steps[j] for j in range(k + 1, len(self.regs)))
             value = (steps[k] - back) % (1 << bits)
-            inner_done = all_at_end(self.chain[k + 1:])
+            inner_done = all_at_end(self.chain[k + 1 :])
             delta = value if delta is None else Mux(inner_done, value, delta)
         if late_step is not None:
             move = Signal(bits, name=f"{self.counters[-1].name}_move", reset_less=True)
@@ -119,8 +118,9 @@ class _Beats:
 
 
 class _TileUnit(wiring.Component):
-    def __init__(self, origin, dram_shape, tile_shape, outer: dict, words: int, word_bits: int,
-                 addr_bits: int, members: dict):
+    def __init__(
+        self, origin, dram_shape, tile_shape, outer: dict, words: int, word_bits: int, addr_bits: int, members: dict
+    ):
         self._origin = tuple(origin)
         self._dram_shape = tuple(dram_shape)
         self._tile_shape = tuple(tile_shape)
@@ -147,8 +147,9 @@ class _TileUnit(wiring.Component):
         for e, stride in zip(self._origin, _strides(self._dram_shape)):
             if isinstance(e, ir.Const) and e.value == 0:
                 continue
-            v = build_comb(m, e, leaf, self._outer, lambda shape, hint: Signal(shape, name=f"origin_{hint}"),
-                           shift_add=True)
+            v = build_comb(
+                m, e, leaf, self._outer, lambda shape, hint: Signal(shape, name=f"origin_{hint}"), shift_add=True
+            )
             term = Signal(self._addr_bits, name=f"origin_term{len(terms)}")
             with m.If(self.go):
                 m.d.sync += term.eq(dsp.constant_product(v, stride))
@@ -220,7 +221,7 @@ class LoadUnit(_TileUnit):
         arriving = receiving & self.rd_resp.valid
         for lane in range(self.lanes):  # each response is written the cycle after it arrives
             idx, inside = resp.lane_index(lane)
-            word = self.rd_resp.data[lane * self._word_bits:lane * self._word_bits + bits]
+            word = self.rd_resp.data[lane * self._word_bits : lane * self._word_bits + bits]
             m.d.sync += [getattr(self.port, f"en{lane}").eq(arriving & inside), getattr(self.port, f"d{lane}").eq(word)]
             self.set_index(m, self.port, lane, idx, m.d.sync)
         last_written = Signal()
@@ -241,8 +242,9 @@ class StoreUnit(_TileUnit):
     DRAM address adder, and makes each beat's address a cycle after its fetch (the copy's
     move registered, then added), as the first in-flight register, so no cycle is added."""
 
-    def __init__(self, store, outer: dict, words: int, word_bits: int, addr_bits: int, read_latency: int,
-                 spread: bool = False):
+    def __init__(
+        self, store, outer: dict, words: int, word_bits: int, addr_bits: int, read_latency: int, spread: bool = False
+    ):
         self.store = store
         self.read_latency = read_latency
         self.spread = spread
@@ -287,7 +289,12 @@ class StoreUnit(_TileUnit):
             fetched = Signal(name="qa_fetched", attrs=KEEP)
             m.d.sync += fetched.eq(fetch)
             late_addr = addr_walk.dram_address(m, start, origin, strides, fetch, self._addr_bits, late_step=fetched)
-        meta = (Signal(name="f_valid"), Signal(self._addr_bits, name="f_addr"), Signal(W, name="f_mask"), Signal(name="f_last"))
+        meta = (
+            Signal(name="f_valid"),
+            Signal(self._addr_bits, name="f_addr"),
+            Signal(W, name="f_mask"),
+            Signal(name="f_last"),
+        )
         m.d.comb += [
             meta[0].eq(fetch),
             meta[1].eq(0 if self.spread else walk.dram_address(m, start, origin, strides, fetch, self._addr_bits)),
@@ -324,12 +331,19 @@ class StoreUnit(_TileUnit):
         # for addr/mask/last, all rotating together, so no flip-flop drives the whole ring output
         heads = [Signal(depth, init=1, name=f"head{p}", attrs=KEEP) for p in range(W + 1)]
         tail = Signal(depth, init=1)  # one-hot: where the arriving beat goes
-        q = [(Signal(self._addr_bits, name=f"q{k}_addr", reset_less=True), Signal(W * wb, name=f"q{k}_data", reset_less=True),
-              Signal(W, name=f"q{k}_mask", reset_less=True), Signal(name=f"q{k}_last", reset_less=True))
-             for k in range(depth)]
+        q = [
+            (
+                Signal(self._addr_bits, name=f"q{k}_addr", reset_less=True),
+                Signal(W * wb, name=f"q{k}_data", reset_less=True),
+                Signal(W, name=f"q{k}_mask", reset_less=True),
+                Signal(name=f"q{k}_last", reset_less=True),
+            )
+            for k in range(depth)
+        ]
 
         def oldest(field: int, head, bits=slice(None)):
             return one_of([Mux(head[k], q[k][field][bits], 0) for k in range(depth)])
+
         data = Cat(*[oldest(1, heads[w], slice(w * wb, (w + 1) * wb)) for w in range(W)])
         out = [oldest(0, heads[W]), data, oldest(2, heads[W]), oldest(3, heads[W])]
         send_valid = count != 0
@@ -345,7 +359,7 @@ class StoreUnit(_TileUnit):
         # one valid flag fanned out to every slot's hundreds of flip-flops)
         filled = Mux(flight[-2][0], Mux(arr_valid, tail.rotate_left(1), tail), 0) if L >= 1 else None
         for k in range(depth):
-            pieces = [(q[k][1][w * wb:(w + 1) * wb], arr_data[w * wb:(w + 1) * wb]) for w in range(W)]
+            pieces = [(q[k][1][w * wb : (w + 1) * wb], arr_data[w * wb : (w + 1) * wb]) for w in range(W)]
             pieces.append((Cat(q[k][0], q[k][2], q[k][3]), Cat(arr_addr, arr_mask, arr_last)))
             for p, (dst, src) in enumerate(pieces):
                 en = Signal(name=f"q{k}_en{p}", attrs=KEEP)

@@ -19,11 +19,11 @@ import numpy as np
 
 from .. import ir
 from ..affine import to_affine
-from . import fixedpoint
-from .dtypes import DType, int64
 from ..errors import TraceError, TypeMismatchError, UnsupportedError, user_loc
+from . import fixedpoint
 from .context import current
-from .scalars import Val, _Operators, _meet, binary, cast, const
+from .dtypes import DType, int64
+from .scalars import Val, _meet, _Operators, binary, cast, const
 
 
 def _norm_shape(shape, what: str) -> tuple:
@@ -128,7 +128,8 @@ class ArrayVal(_Operators):
         raise TraceError(
             "arrays are immutable values inside a kernel; item assignment is not supported: build "
             "a new array instead, e.g. hw.map(n, lambda i: hw.where(i == 0, 5, x[i])) (or "
-            "hw.multifold to accumulate into one)")
+            "hw.multifold to accumulate into one)"
+        )
 
     # numpy's array methods that are patterns
     def sum(self, axis=None, dtype=None, out=None, keepdims=False):
@@ -158,7 +159,8 @@ class ArrayVal(_Operators):
         raise TraceError(
             f"a traced array has no attribute '{name}'; arrays support .shape, .dtype, .ndim, .T, "
             f".astype, .sum, .max, .min, .argmax, .argmin, .reshape, indexing and Python's operators; "
-            f"other operations are hwgen's patterns (hw.map, hw.sum, ...)")
+            f"other operations are hwgen's patterns (hw.map, hw.sum, ...)"
+        )
 
 
 def _index_val(dim: ir.Dim) -> Val:
@@ -188,8 +190,7 @@ def elementwise(fn: Callable, *operands) -> ArrayVal:
         if not isinstance(o, ArrayVal):
             return o
         off = len(shape) - o.ndim
-        sub = tuple(const(0) if o.shape[k] == 1 and shape[k + off] != 1 else idx[k + off]
-                    for k in range(o.ndim))
+        sub = tuple(const(0) if o.shape[k] == 1 and shape[k + off] != 1 else idx[k + off] for k in range(o.ndim))
         return o.elem(sub)
 
     probe_idx = tuple(Val(ir.Index(f"%probe{k}"), weak=True, lo=0, hi=n - 1) for k, n in enumerate(shape))
@@ -213,7 +214,8 @@ def read(src: ir.ArrayNode, idx: tuple) -> ir.Read:
             raise TraceError(
                 f"subscript {axis} of {name} must be an affine expression of index variables "
                 f"(like i, 2 * i + 1, i + k); data-dependent or non-linear subscripts are not "
-                f"supported", loc
+                f"supported",
+                loc,
             )
         unknown = [m for m in aff.names() if m not in trace.extents]
         if unknown:
@@ -222,7 +224,8 @@ def read(src: ir.ArrayNode, idx: tuple) -> ir.Read:
         if lo < 0 or hi >= n:
             raise TraceError(
                 f"subscript {axis} of {name}, {aff}, ranges over [{lo}, {hi}] but axis {axis} "
-                f"has extent {n} (valid 0 .. {n - 1}); the access is out of bounds", loc
+                f"has extent {n} (valid 0 .. {n - 1}); the access is out of bounds",
+                loc,
             )
     return ir.Read(src, tuple(idx), loc=loc, text=text)
 
@@ -233,7 +236,7 @@ def subscript(arr: ArrayVal, key) -> "Val | ArrayVal":
         key = (key,)
     if any(k is Ellipsis for k in key):
         at = key.index(Ellipsis)
-        key = key[:at] + (slice(None),) * (arr.ndim - len(key) + 1) + key[at + 1:]
+        key = key[:at] + (slice(None),) * (arr.ndim - len(key) + 1) + key[at + 1 :]
     if len(key) > arr.ndim:
         raise TraceError(f"too many subscripts: {len(key)} for an array of {arr.ndim} dimensions")
     key = key + (slice(None),) * (arr.ndim - len(key))
@@ -277,8 +280,9 @@ def subscript(arr: ArrayVal, key) -> "Val | ArrayVal":
 def _slice(k: slice, n: int, axis: int) -> tuple:
     for bound in (k.start, k.stop, k.step):
         if bound is not None and not isinstance(bound, (Val, int, np.integer)):
-            raise TraceError(f"the slice of axis {axis} has a bound {bound!r}; slice bounds must be ints or "
-                             f"index expressions")
+            raise TraceError(
+                f"the slice of axis {axis} has a bound {bound!r}; slice bounds must be ints or index expressions"
+            )
     if any(isinstance(x, Val) for x in (k.start, k.stop, k.step)):
         if k.step is not None or k.start is None or k.stop is None:
             raise TraceError("a slice with traced bounds must be start:stop with a constant length")
@@ -294,7 +298,8 @@ def _slice(k: slice, n: int, axis: int) -> tuple:
         if length is None or length <= 0:
             raise TraceError(
                 f"the slice of axis {axis} has traced bounds; they must be affine in index variables "
-                f"with a constant positive length stop - start, like x[i:i + 4]")
+                f"with a constant positive length stop - start, like x[i:i + 4]"
+            )
         return ("slice", start, const(1), length)
     start, stop, step = k.indices(n)
     length = len(range(start, stop, step))
@@ -323,8 +328,10 @@ def _axes(arr: ArrayVal, axis, method: str) -> tuple:
     out = []
     for a in items:
         if isinstance(a, bool) or not isinstance(a, (int, np.integer)) or not -arr.ndim <= a < arr.ndim:
-            raise TraceError(f"x.{method}(axis={axis!r}): axis must be an int (or a tuple of ints) from "
-                             f"{-arr.ndim} to {arr.ndim - 1} for an array of {arr.ndim} dimension(s)")
+            raise TraceError(
+                f"x.{method}(axis={axis!r}): axis must be an int (or a tuple of ints) from "
+                f"{-arr.ndim} to {arr.ndim - 1} for an array of {arr.ndim} dimension(s)"
+            )
         out.append(int(a) % arr.ndim)
     if len(set(out)) != len(out):
         raise TraceError(f"x.{method}(axis={axis!r}): an axis is repeated")
@@ -335,8 +342,10 @@ def _no_extras(method: str, out, keepdims) -> None:
     if out is not None:
         raise TraceError(f"x.{method}(out=...) is not supported inside a kernel; use its result")
     if keepdims:
-        raise TraceError(f"x.{method}(keepdims=True) is not supported; reduce, then index or hw.map "
-                         f"the result into the shape you need")
+        raise TraceError(
+            f"x.{method}(keepdims=True) is not supported; reduce, then index or hw.map "
+            f"the result into the shape you need"
+        )
 
 
 def _reduce_method(arr: ArrayVal, method: str, axis, dtype, out, keepdims):
@@ -352,9 +361,11 @@ def _reduce_method(arr: ArrayVal, method: str, axis, dtype, out, keepdims):
         if isinstance(arr.dtype, fixedpoint.Fixed):
             raise TypeMismatchError(
                 f"x.sum() of {arr.dtype.name} values is not supported (numpy sums the floats in "
-                f"float64); use hw.sum(...), which accumulates in {arr.dtype.name} and wraps")
+                f"float64); use hw.sum(...), which accumulates in {arr.dtype.name} and wraps"
+            )
         if dtype is None:
             from .dtypes import uint64
+
             dtype = int64 if arr.dtype.signed or arr.dtype.is_bool else uint64
         src = cast(arr, dtype)
         op = "add"
@@ -393,7 +404,8 @@ def _arg_method(arr: ArrayVal, method: str, axis, out, keepdims):
     if arr.ndim != 1 or axis not in (None, 0, -1):
         raise TraceError(
             f"x.{method}() is supported on 1-D arrays; for rows of a 2-D array write "
-            f"hw.map(rows, lambda r: hw.{method}(x[r, :]))")
+            f"hw.map(rows, lambda r: hw.{method}(x[r, :]))"
+        )
     return (argmax if method == "argmax" else argmin)(arr)
 
 
@@ -413,8 +425,9 @@ def reshape(arr: ArrayVal, shape, order="C") -> ArrayVal:
         items[items.index(-1)] = size // known
     new = _norm_shape(tuple(items), "the shape given to x.reshape")
     if int(np.prod(new)) != size:
-        raise TypeMismatchError(f"cannot reshape an array of shape {arr.shape} (size {size}) into "
-                                f"{new} (size {int(np.prod(new))})")
+        raise TypeMismatchError(
+            f"cannot reshape an array of shape {arr.shape} (size {size}) into {new} (size {int(np.prod(new))})"
+        )
     groups, k = [], 0  # the new axes that make up each old axis
     for n in arr.shape:
         group, prod = [], 1
@@ -426,7 +439,8 @@ def reshape(arr: ArrayVal, shape, order="C") -> ArrayVal:
             raise TraceError(
                 f"x.reshape{new} of an array of shape {arr.shape} merges axes: subscripts of the "
                 f"original would not be affine in the new indices; keep the original axes and "
-                f"index them (x[r, c]), or reshape only by splitting axes (x.reshape(2, 4) of 8)")
+                f"index them (x[r, c]), or reshape only by splitting axes (x.reshape(2, 4) of 8)"
+            )
         groups.append(group)
     # any new axes left are trailing axes of 1: always 0
 
@@ -456,8 +470,9 @@ class TableVal(ArrayVal):
 
     def __getitem__(self, key):
         items = key if isinstance(key, tuple) else (key,)
-        if len(items) == self.ndim and not any(isinstance(k, slice) or k is Ellipsis or isinstance(k, ArrayVal)
-                                               for k in items):
+        if len(items) == self.ndim and not any(
+            isinstance(k, slice) or k is Ellipsis or isinstance(k, ArrayVal) for k in items
+        ):
             return self._read(items)
         return subscript(self, key)
 
@@ -485,7 +500,8 @@ class TableVal(ArrayVal):
                 raise TraceError(
                     f"subscript {axis} of a hw.table may take values in [{lo}, {hi}], outside its axis of "
                     f"{n} (valid 0 .. {n - 1}); keep it in range (x & {n - 1 if n & (n - 1) == 0 else 'mask'}, "
-                    f"hw.minimum / hw.maximum, or a narrower dtype)")
+                    f"hw.minimum / hw.maximum, or a narrower dtype)"
+                )
             flat = binary("add", binary("mul", flat, np.int64(n)), wide)
         values = tuple(int(v) for v in self.raw.ravel())
         raw_dtype = fx.storage if fx is not None else self.dtype
@@ -513,8 +529,10 @@ def table(values, dtype=None) -> TableVal:
     from .dtypes import as_dtype, from_numpy
 
     if isinstance(values, (ArrayVal, Val)):
-        raise TraceError("hw.table takes constant values (a numpy array or a list), not a traced value; "
-                         "index the traced array directly")
+        raise TraceError(
+            "hw.table takes constant values (a numpy array or a list), not a traced value; "
+            "index the traced array directly"
+        )
     try:
         arr = np.asarray(values)
     except (ValueError, TypeError):
@@ -532,14 +550,16 @@ def table(values, dtype=None) -> TableVal:
         if dt is None:
             raise TypeMismatchError(
                 f"hw.table of {arr.dtype} values needs dtype=...: an integer dtype, or hw.fixed(...) for "
-                f"fractional numbers")
+                f"fractional numbers"
+            )
     if isinstance(dt, fixedpoint.Fixed):
         if arr.dtype.kind not in "iuf":
             raise TypeMismatchError(f"hw.table of {dt.name} needs numbers, got {arr.dtype}")
         floor = np.floor(arr.astype(np.float64) * dt.scale)
         if not np.all(np.isfinite(floor)) or floor.min() < dt.storage.min or floor.max() > dt.storage.max:
-            raise TypeMismatchError(f"hw.table: a value does not fit {dt.name} (range [{dt.min / dt.scale}, "
-                                    f"{dt.max / dt.scale}])")
+            raise TypeMismatchError(
+                f"hw.table: a value does not fit {dt.name} (range [{dt.min / dt.scale}, {dt.max / dt.scale}])"
+            )
         return TableVal(dt.quantize(arr).astype(object), dt)
     if arr.dtype.kind not in "iub":
         raise TypeMismatchError(f"hw.table of {dt.name}: the values must be integers, got {arr.dtype}")

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dtypes import DType, bool_, int8, int16, int32, int64, uint64
 from ..errors import TypeMismatchError
+from .dtypes import DType, bool_, int8, int16, int32, int64, uint64
 
 _STORAGE = {8: int8, 16: int16, 32: int32, 64: int64}
 
@@ -104,9 +104,7 @@ def raw_of(v, fx: Fixed):
     tr = _tr()
     if isinstance(v, tr.Val) and isinstance(v.fx, Fixed):
         if v.fx != fx:
-            raise TypeMismatchError(
-                f"mixing {v.fx.name} and {fx.name}: convert one side with .astype(hw.{fx.name})"
-            )
+            raise TypeMismatchError(f"mixing {v.fx.name} and {fx.name}: convert one side with .astype(hw.{fx.name})")
         return tr.Val(v.expr)
     if isinstance(v, (float, np.floating)) or (isinstance(v, (int, np.integer)) and not isinstance(v, bool)):
         raw = math.floor(float(v) * fx.scale) if isinstance(v, (float, np.floating)) else int(v) * fx.scale
@@ -143,7 +141,8 @@ def _wide(fx: Fixed):
         raise TypeMismatchError(
             f"dividing {fx.name} values is not supported: '/' on fixed types needs a double-width "
             f"quotient and is limited to fixed types of at most 32 bits; convert with "
-            f".astype(hw.fixed(...)) to a 32-bit fixed type first, or divide the integers with '//'")
+            f".astype(hw.fixed(...)) to a 32-bit fixed type first, or divide the integers with '//'"
+        )
     return int64
 
 
@@ -197,7 +196,7 @@ def unary(op: str, a):
     fx = a.fx
     if op in ("neg", "abs"):
         return wrap(tr.unary(op, tr.Val(a.expr)), fx)
-    raise TypeMismatchError(f"'~' is not defined on fixed-point values")
+    raise TypeMismatchError("'~' is not defined on fixed-point values")
 
 
 def cast(v, target: DType):

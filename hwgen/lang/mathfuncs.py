@@ -22,11 +22,11 @@ import math
 import numpy as np
 
 from .. import ir
-from .dtypes import int64
 from ..errors import TypeMismatchError
+from .arrays import ArrayVal, elementwise
+from .dtypes import int64
 from .fixedpoint import Fixed, tag
 from .scalars import Val, binary, cast, unary, where
-from .arrays import ArrayVal, elementwise
 
 G = 30  # fractional bits of table entries
 T = 6  # table steps per octave: 2**T
@@ -93,13 +93,13 @@ def _fixed_arg(x, name: str):
     return x.fx
 
 
-_EXP2 = [round(2 ** (j / 2 ** T) * 2 ** G) for j in range(2 ** T + 1)]
-_LOG2 = [round(math.log2(1 + j / 2 ** T) * 2 ** G) for j in range(2 ** T + 1)]
-_SQRT = [round(math.sqrt(1 + j / 2 ** T) * 2 ** G) for j in range(3 * 2 ** T + 1)]
+_EXP2 = [round(2 ** (j / 2**T) * 2**G) for j in range(2**T + 1)]
+_LOG2 = [round(math.log2(1 + j / 2**T) * 2**G) for j in range(2**T + 1)]
+_SQRT = [round(math.sqrt(1 + j / 2**T) * 2**G) for j in range(3 * 2**T + 1)]
 _SIG_STEPS = 8  # 256 steps over [0, 16)
-_SIGMOID = [round(2 ** G / (1 + math.exp(-16 * j / 2 ** _SIG_STEPS))) for j in range(2 ** _SIG_STEPS + 1)]
-_LOG2E = round(math.log2(math.e) * 2 ** G)
-_LN2_24 = round(math.log(2) * 2 ** 24)
+_SIGMOID = [round(2**G / (1 + math.exp(-16 * j / 2**_SIG_STEPS))) for j in range(2**_SIG_STEPS + 1)]
+_LOG2E = round(math.log2(math.e) * 2**G)
+_LN2_24 = round(math.log(2) * 2**24)
 
 
 def exp(x):
@@ -114,7 +114,7 @@ def exp(x):
     steps = min(T, f)
     j = binary("shr", r, _i(f - steps)) if f > steps else r
     rem = _low(r, f - steps)
-    table = _EXP2 if steps == T else [round(2 ** (k / 2 ** steps) * 2 ** G) for k in range(2 ** steps + 1)]
+    table = _EXP2 if steps == T else [round(2 ** (k / 2**steps) * 2**G) for k in range(2**steps + 1)]
     mantissa = _interp(table, j, rem, f - steps)  # 2**frac(y), G fractional bits
     value = _shift(mantissa, n + _i(f - G))
     return _saturate(where(n >= _i(fx.int_bits - 1), _i(fx.max), value), fx)
@@ -175,8 +175,11 @@ def sigmoid(x):
     shift = f + 4 - steps
     j = binary("shr", ax, _i(shift))
     rem = _low(ax, shift)
-    table = _SIGMOID if steps == _SIG_STEPS else \
-        [round(2 ** G / (1 + math.exp(-16 * k / 2 ** steps))) for k in range(2 ** steps + 1)]
+    table = (
+        _SIGMOID
+        if steps == _SIG_STEPS
+        else [round(2**G / (1 + math.exp(-16 * k / 2**steps))) for k in range(2**steps + 1)]
+    )
     s = _interp(table, j, rem, shift)  # sigmoid(|x|), G fractional bits
     value = _shift(s, _i(f - G))
     return _saturate(where(raw < _i(0), _i(1 << f) - value, value), fx)

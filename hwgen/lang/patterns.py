@@ -16,13 +16,13 @@ import math
 import numpy as np
 
 from .. import ir
-from . import fixedpoint
-from .dtypes import DType, bool_, int64
-from ..ranges import value_range
 from ..errors import TraceError, TypeMismatchError, user_loc
-from .context import current
-from .scalars import Val, _meet, binary, cast, const, maximum, minimum
+from ..ranges import value_range
+from . import fixedpoint
 from .arrays import ArrayVal, _broadcast, _index_val, _norm_shape, _strong
+from .context import current
+from .dtypes import DType, bool_, int64
+from .scalars import Val, _meet, binary, cast, const, maximum, minimum
 
 
 def _domain(domain, what: str) -> tuple:
@@ -44,7 +44,8 @@ def _bind(fn, shape: tuple, what: str) -> tuple:
         raise TraceError(
             f"the function given to {what} takes {len(params)} argument(s) ({names}) but its "
             f"domain {shape if len(shape) > 1 else shape[0]} has {len(shape)} dimension(s); "
-            f"give one index parameter per dimension", loc
+            f"give one index parameter per dimension",
+            loc,
         )
     trace = current(what)
     code = getattr(fn, "__code__", None)
@@ -58,7 +59,9 @@ def _single(body, what: str, loc):
         raise TraceError(
             f"the function given to {what} returns a {type(body).__name__} of {len(body)} values; it "
             f"must return one scalar or array: write one {what.split()[0]} per value, or return "
-            f"an array (hw.map(n, lambda c: ...)) to get a column each", loc)
+            f"an array (hw.map(n, lambda c: ...)) to get a column each",
+            loc,
+        )
     if body is None:
         raise TraceError(f"the function given to {what} returns None; return the value (lambda i: x[i])", loc)
     return body
@@ -89,7 +92,8 @@ def _combiner(op, dtype: DType) -> ir.Combiner:
         if op not in ir.REDUCE_OPS:
             raise TraceError(
                 f"unknown reduce op {op!r}; expected one of "
-                + " ".join(repr(o) for o in ir.REDUCE_OPS) + " or an associative callable(a, b)"
+                + " ".join(repr(o) for o in ir.REDUCE_OPS)
+                + " or an associative callable(a, b)"
             )
         name = ir.REDUCE_OPS[op]
         if dtype == bool_ and name in ("add", "mul"):
@@ -105,8 +109,9 @@ def _combiner(op, dtype: DType) -> ir.Combiner:
         try:
             inspect.signature(op).bind(a, b)
         except TypeError:
-            raise TraceError("the reduce op must be a function of two arguments (a, b), like "
-                             "lambda a, b: hw.maximum(a, b)") from None
+            raise TraceError(
+                "the reduce op must be a function of two arguments (a, b), like lambda a, b: hw.maximum(a, b)"
+            ) from None
         except ValueError:
             pass  # a builtin without a signature: call it
         out = op(a, b)
@@ -117,8 +122,7 @@ def _combiner(op, dtype: DType) -> ir.Combiner:
             out = Val(_meet(out, dtype, "the reduce op")) if out.weak else out
         if out.dtype != dtype:
             raise TypeMismatchError(
-                f"the reduce op returns {out.dtype.name} but the values are {dtype.name}; it "
-                f"must return the same dtype"
+                f"the reduce op returns {out.dtype.name} but the values are {dtype.name}; it must return the same dtype"
             )
         return ir.Combiner("custom", out.expr)
     raise TraceError(f"unknown reduce op {op!r}; expected a string or a callable(a, b)")
@@ -130,8 +134,7 @@ def _fixed_combiner(op, fx) -> ir.Combiner:
     if isinstance(op, str):
         if op not in ("+", "max", "min"):
             raise TypeMismatchError(
-                f"reducing {fx.name} values with {op!r} is not supported; use '+', 'max', 'min' "
-                f"or a callable"
+                f"reducing {fx.name} values with {op!r} is not supported; use '+', 'max', 'min' or a callable"
             )
         return ir.Combiner(ir.REDUCE_OPS[op])
     a = Val(ir.Param("%a", fx.storage), fx=fx)
@@ -210,7 +213,7 @@ def multifold(domain, init, fn, op="+"):
         sdims = tuple(trace.fresh_dim(n) for n in slice_shape)
         if isinstance(value, ArrayVal):
             _broadcast([value.shape, slice_shape], loc)
-            value_at = lambda sidx: value.elem(sidx[len(sidx) - value.ndim:] if value.ndim else ())  # noqa: E731
+            value_at = lambda sidx: value.elem(sidx[len(sidx) - value.ndim :] if value.ndim else ())  # noqa: E731
         else:
             value_at = lambda sidx: value  # noqa: E731
     svals = tuple(_index_val(d) for d in sdims)
@@ -230,16 +233,21 @@ def multifold(domain, init, fn, op="+"):
             raise TraceError(
                 f"hw.multifold: subscript {axis} of `where` may take values in [{lo}, {hi}], outside "
                 f"the accumulator's axis of {n}; keep it in range (hw.minimum / hw.maximum, or a "
-                f"narrower expression)", loc
+                f"narrower expression)",
+                loc,
             )
     elem = value_at(svals)
     dt = init.dtype
-    expr = _strong(elem, dt) if (isinstance(elem, Val) and (elem.weak or elem.dtype == dt)) or \
-        not isinstance(elem, Val) else None
+    expr = (
+        _strong(elem, dt)
+        if (isinstance(elem, Val) and (elem.weak or elem.dtype == dt)) or not isinstance(elem, Val)
+        else None
+    )
     if expr is None:
         raise TypeMismatchError(
             f"hw.multifold: the value is {const(elem).dtype.name} but the accumulator is {dt.name}; "
-            f"convert with .astype(...)", loc
+            f"convert with .astype(...)",
+            loc,
         )
     comb = _combiner(op, dt)
     node = ir.MultiFold(dims, sdims, init_node, tuple(cast(t, int64).expr for t in targets), expr, comb, loc=loc)
@@ -258,8 +266,10 @@ def groupby_fold(domain, fn, op="+", max_keys=None):
     `max_keys` distinct keys is a CapacityError (raised by the golden model and by simulation)."""
     shape = _domain(domain, "hw.groupby_fold")
     if isinstance(max_keys, bool) or not isinstance(max_keys, int) or not 1 <= max_keys <= MAX_KEYS:
-        raise TraceError(f"hw.groupby_fold needs max_keys, an int from 1 to {MAX_KEYS} (the hardware "
-                         f"compares every key each cycle), got {max_keys!r}")
+        raise TraceError(
+            f"hw.groupby_fold needs max_keys, an int from 1 to {MAX_KEYS} (the hardware "
+            f"compares every key each cycle), got {max_keys!r}"
+        )
     dims, idx = _bind(fn, shape, "hw.groupby_fold")
     loc = user_loc()
     out = fn(*idx)
@@ -278,8 +288,11 @@ def groupby_fold(domain, fn, op="+", max_keys=None):
         elems = [const(v) for v in value]
         strong = {e.dtype for e in elems if not e.weak}
         if len(strong) > 1:
-            raise TypeMismatchError(f"hw.groupby_fold: the values of a tuple must share one dtype, got "
-                                    f"{', '.join(sorted(d.name for d in strong))}; convert with .astype(...)", loc)
+            raise TypeMismatchError(
+                f"hw.groupby_fold: the values of a tuple must share one dtype, got "
+                f"{', '.join(sorted(d.name for d in strong))}; convert with .astype(...)",
+                loc,
+            )
         dtype = strong.pop() if strong else elems[0].dtype
     else:
         elems, dtype = [value], const(value).dtype
@@ -338,7 +351,9 @@ def flatmap(domain, fn, max_out):
     out = fn(*idx)
     emits = list(out) if isinstance(out, (tuple, list)) else [out]
     if not all(isinstance(e, Emit) for e in emits):
-        raise TraceError("the function given to hw.flatmap must return hw.emit(value, when=...) (or a tuple of them)", loc)
+        raise TraceError(
+            "the function given to hw.flatmap must return hw.emit(value, when=...) (or a tuple of them)", loc
+        )
     if len(emits) > max_out:
         raise TraceError(f"hw.flatmap: the function emits {len(emits)} values but max_out is {max_out}", loc)
     return _append(dims, [(e.when, e.value) for e in emits], math.prod(shape) * max_out, loc)
@@ -347,8 +362,11 @@ def flatmap(domain, fn, max_out):
 def _append(dims, pairs, capacity: int, loc):
     conds, values = [], []
     if any(isinstance(v, ArrayVal) for pair in pairs for v in pair):
-        raise TraceError("hw.filter and hw.flatmap conditions and values must be scalars, got an array; "
-                         "reduce it to one value (hw.sum, .max(), ...) or give each element its own index", loc)
+        raise TraceError(
+            "hw.filter and hw.flatmap conditions and values must be scalars, got an array; "
+            "reduce it to one value (hw.sum, .max(), ...) or give each element its own index",
+            loc,
+        )
     first = const(pairs[0][1])
     dtype = first.dtype if not first.weak or first.dtype == bool_ else int64  # Python bools stay bool_
     for cond, value in pairs:
@@ -376,8 +394,10 @@ def argmax(arr, fn=None) -> Val:
 def _arg_source(arr, fn, what: str):
     if fn is None:
         if callable(arr) and not isinstance(arr, (ArrayVal, Val)):
-            raise TraceError(f"hw.{what} takes a 1-D array, or a length and a function like "
-                             f"hw.{what}(n, lambda c: x[c]); got only a function")
+            raise TraceError(
+                f"hw.{what} takes a 1-D array, or a length and a function like "
+                f"hw.{what}(n, lambda c: x[c]); got only a function"
+            )
         return arr
     if isinstance(arr, ArrayVal):
         raise TraceError(f"hw.{what}(x) takes one array; hw.{what}(n, lambda c: ...) takes a length and a function")
@@ -391,8 +411,11 @@ def _arg(arr, which: str) -> Val:
     """A min/max over keys (value, index) packed in one int64: the value in the high bits, the
     index (for argmax: its complement) in the low bits, so the first extreme wins ties."""
     if not isinstance(arr, ArrayVal) or arr.ndim != 1:
-        got = f"an array of shape {arr.shape}" if isinstance(arr, ArrayVal) else \
-            ("a scalar" if isinstance(arr, Val) else f"{type(arr).__name__}")
+        got = (
+            f"an array of shape {arr.shape}"
+            if isinstance(arr, ArrayVal)
+            else ("a scalar" if isinstance(arr, Val) else f"{type(arr).__name__}")
+        )
         raise TraceError(f"hw.arg{which} takes a 1-D array (or hw.arg{which}(n, lambda c: ...)), got {got}")
     n = arr.shape[0]
     dt = arr.dtype
@@ -434,7 +457,7 @@ def matmul(a, b) -> ArrayVal:
     dims = tuple(trace.fresh_dim(n) for n in out_shape)
     iv = [_index_val(d) for d in dims]
     ai = tuple(iv[: a.ndim - 1]) + (kv,)
-    bi = (kv,) + tuple(iv[a.ndim - 1:])
+    bi = (kv,) + tuple(iv[a.ndim - 1 :])
     prod = binary("mul", a.elem(ai), b.elem(bi))
     red = ir.Reduce((kd,), _strong(prod), ir.Combiner("add"), loc=loc)
     fx = prod.fx

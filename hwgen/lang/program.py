@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import ir
-from .dtypes import DType
 from ..errors import HwgenError, Loc, TraceError, TypeMismatchError, loc_from_traceback, plain_message
-from .signature import ArrayType, Port, parse_params, parse_results, raw_dtype, result_names
-from .context import Trace, tracing
-from .scalars import Val, _meet, const
 from .arrays import ArrayVal
+from .context import Trace, tracing
+from .dtypes import DType
+from .scalars import Val, _meet, const
+from .signature import ArrayType, Port, parse_params, parse_results, raw_dtype, result_names
 
 
 @dataclass(frozen=True)
@@ -65,21 +65,22 @@ def trace_program(fn, loc: Loc | None) -> Program:
             if "__array_ufunc__" in str(e):
                 raise TraceError(
                     "numpy functions cannot take traced values; inside a kernel use Python "
-                    "operators and hwgen's functions (hw.where, hw.maximum, hw.sum, ...)", where
+                    "operators and hwgen's functions (hw.where, hw.maximum, hw.sum, ...)",
+                    where,
                 ) from None
             if isinstance(e, IndexError) and "only integers, slices" in str(e):
                 raise TraceError(
                     "a numpy array cannot be indexed by a traced value; make the constant table "
                     "hw.table(values) (a ROM, which data may index), or pass it as a kernel argument",
-                    where) from None
+                    where,
+                ) from None
             raise TraceError(f"tracing kernel '{name}' failed: {plain_message(e)}", where) from None
         items = list(returned) if isinstance(returned, tuple) else [returned]
         if returned is None or not items:
             raise TraceError(f"kernel '{name}' returns nothing; return its result(s)", loc)
         if declared is not None and len(declared) != len(items):
             raise TypeMismatchError(
-                f"kernel '{name}' returns {len(items)} result(s) but its annotation declares "
-                f"{len(declared)}", loc
+                f"kernel '{name}' returns {len(items)} result(s) but its annotation declares {len(declared)}", loc
             )
         names = result_names(len(items))
         results = []
@@ -104,7 +105,8 @@ def _result(kname, rname, k, count, item, want, trace: Trace, loc) -> Result:
         except HwgenError:
             raise TypeMismatchError(
                 f"{label} of kernel '{kname}' is {item!r}; a kernel returns arrays and scalars "
-                f"computed from its arguments", loc
+                f"computed from its arguments",
+                loc,
             ) from None
         if v.weak and isinstance(want, DType) and raw_dtype(want) == want:
             node = _meet(v, want, label)
@@ -118,8 +120,7 @@ def _result(kname, rname, k, count, item, want, trace: Trace, loc) -> Result:
             expected = Port(rname, want_dtype, want_shape)
             raise TypeMismatchError(
                 f"{label} of kernel '{kname}' is {port.describe()}, but the annotation says "
-                f"{expected.describe()}" + (
-                    "; convert with .astype(...)" if want_shape == port.shape else ""
-                ), loc
+                f"{expected.describe()}" + ("; convert with .astype(...)" if want_shape == port.shape else ""),
+                loc,
             )
     return Result(port, node)

@@ -15,9 +15,9 @@ import builtins
 import numpy as np
 
 from .. import ir
+from ..errors import TraceError, TypeMismatchError
 from . import fixedpoint
 from .dtypes import DType, as_dtype, bool_, int64, promote, smallest_holding, weak_result
-from ..errors import TraceError, TypeMismatchError
 
 # Arrays are built from scalars: arrays.py imports this module. The few functions here that
 # also accept an array operand (`const` rejects one; `binary`, `unary`, `cast` and `where`
@@ -30,36 +30,95 @@ from ..errors import TraceError, TypeMismatchError
 class _Operators:
     """numpy's operators on traced values (scalars and arrays alike)."""
 
-    def __add__(self, o): return binary("add", self, o)
-    def __radd__(self, o): return binary("add", o, self)
-    def __sub__(self, o): return binary("sub", self, o)
-    def __rsub__(self, o): return binary("sub", o, self)
-    def __mul__(self, o): return binary("mul", self, o)
-    def __rmul__(self, o): return binary("mul", o, self)
-    def __floordiv__(self, o): return binary("floordiv", self, o)
-    def __rfloordiv__(self, o): return binary("floordiv", o, self)
-    def __mod__(self, o): return binary("mod", self, o)
-    def __rmod__(self, o): return binary("mod", o, self)
-    def __and__(self, o): return binary("and", self, o)
-    def __rand__(self, o): return binary("and", o, self)
-    def __or__(self, o): return binary("or", self, o)
-    def __ror__(self, o): return binary("or", o, self)
-    def __xor__(self, o): return binary("xor", self, o)
-    def __rxor__(self, o): return binary("xor", o, self)
-    def __lshift__(self, o): return binary("shl", self, o)
-    def __rlshift__(self, o): return binary("shl", o, self)
-    def __rshift__(self, o): return binary("shr", self, o)
-    def __rrshift__(self, o): return binary("shr", o, self)
-    def __eq__(self, o): return binary("eq", self, o)
-    def __ne__(self, o): return binary("ne", self, o)
-    def __lt__(self, o): return binary("lt", self, o)
-    def __le__(self, o): return binary("le", self, o)
-    def __gt__(self, o): return binary("gt", self, o)
-    def __ge__(self, o): return binary("ge", self, o)
-    def __neg__(self): return unary("neg", self)
-    def __invert__(self): return unary("invert", self)
-    def __abs__(self): return unary("abs", self)
-    def __pos__(self): return unary("pos", self)
+    def __add__(self, o):
+        return binary("add", self, o)
+
+    def __radd__(self, o):
+        return binary("add", o, self)
+
+    def __sub__(self, o):
+        return binary("sub", self, o)
+
+    def __rsub__(self, o):
+        return binary("sub", o, self)
+
+    def __mul__(self, o):
+        return binary("mul", self, o)
+
+    def __rmul__(self, o):
+        return binary("mul", o, self)
+
+    def __floordiv__(self, o):
+        return binary("floordiv", self, o)
+
+    def __rfloordiv__(self, o):
+        return binary("floordiv", o, self)
+
+    def __mod__(self, o):
+        return binary("mod", self, o)
+
+    def __rmod__(self, o):
+        return binary("mod", o, self)
+
+    def __and__(self, o):
+        return binary("and", self, o)
+
+    def __rand__(self, o):
+        return binary("and", o, self)
+
+    def __or__(self, o):
+        return binary("or", self, o)
+
+    def __ror__(self, o):
+        return binary("or", o, self)
+
+    def __xor__(self, o):
+        return binary("xor", self, o)
+
+    def __rxor__(self, o):
+        return binary("xor", o, self)
+
+    def __lshift__(self, o):
+        return binary("shl", self, o)
+
+    def __rlshift__(self, o):
+        return binary("shl", o, self)
+
+    def __rshift__(self, o):
+        return binary("shr", self, o)
+
+    def __rrshift__(self, o):
+        return binary("shr", o, self)
+
+    def __eq__(self, o):
+        return binary("eq", self, o)
+
+    def __ne__(self, o):
+        return binary("ne", self, o)
+
+    def __lt__(self, o):
+        return binary("lt", self, o)
+
+    def __le__(self, o):
+        return binary("le", self, o)
+
+    def __gt__(self, o):
+        return binary("gt", self, o)
+
+    def __ge__(self, o):
+        return binary("ge", self, o)
+
+    def __neg__(self):
+        return unary("neg", self)
+
+    def __invert__(self):
+        return unary("invert", self)
+
+    def __abs__(self):
+        return unary("abs", self)
+
+    def __pos__(self):
+        return unary("pos", self)
 
 
 class Val(_Operators):
@@ -69,8 +128,7 @@ class Val(_Operators):
     __array_ufunc__ = None  # numpy scalars on the left defer to our reflected operators
     __hash__ = None
 
-    def __init__(self, expr: ir.Expr, weak: bool = False, lo: int | None = None, hi: int | None = None,
-                 fx=None):
+    def __init__(self, expr: ir.Expr, weak: bool = False, lo: int | None = None, hi: int | None = None, fx=None):
         self.expr = expr
         self.weak = weak
         self.lo = lo
@@ -87,8 +145,9 @@ class Val(_Operators):
     def __truediv__(self, o):
         if fixedpoint.is_fixed(self) or fixedpoint.is_fixed(o):
             return fixedpoint.binary("truediv", self, o)
-        raise TraceError("true division '/' gives floats in numpy; hwgen has integer types only: use "
-                         "'//' (or fixed point, hw.fixed)")
+        raise TraceError(
+            "true division '/' gives floats in numpy; hwgen has integer types only: use '//' (or fixed point, hw.fixed)"
+        )
 
     def __rtruediv__(self, o):
         if fixedpoint.is_fixed(self):
@@ -131,7 +190,8 @@ class Val(_Operators):
             raise AttributeError(name)
         raise TraceError(
             f"a traced scalar has no attribute '{name}'; scalars support Python's operators, "
-            f".astype(...) and .dtype, and hwgen's functions (hw.where, hw.maximum, ...)")
+            f".astype(...) and .dtype, and hwgen's functions (hw.where, hw.maximum, ...)"
+        )
 
     def __len__(self):
         raise TraceError("a traced scalar has no length; it is one value")
@@ -158,12 +218,11 @@ def const(value, loc=None) -> Val:
     if isinstance(value, ArrayVal):
         raise TraceError("expected a scalar here, got an array", loc)
     if isinstance(value, (float, np.floating)):
-        raise TypeMismatchError(
-            f"the float {value!r} cannot be used: hwgen has integer types only", loc
-        )
+        raise TypeMismatchError(f"the float {value!r} cannot be used: hwgen has integer types only", loc)
     if isinstance(value, (tuple, list)):
         raise TypeMismatchError(
-            f"cannot use a {type(value).__name__} of {len(value)} values here: expected a scalar", loc)
+            f"cannot use a {type(value).__name__} of {len(value)} values here: expected a scalar", loc
+        )
     text = repr(value)
     text = text if len(text) <= 60 else text[:57] + "..."
     raise TypeMismatchError(f"cannot use {text} (a {type(value).__name__}) here: expected a scalar", loc)
@@ -185,9 +244,24 @@ def _meet(v: Val, dt: DType, what: str, compare: bool = False) -> ir.Expr:
 
 
 _SYMBOL = {
-    "add": "+", "sub": "-", "mul": "*", "floordiv": "//", "mod": "%", "and": "&", "or": "|",
-    "xor": "^", "shl": "<<", "shr": ">>", "eq": "==", "ne": "!=", "lt": "<", "le": "<=",
-    "gt": ">", "ge": ">=", "max": "hw.maximum", "min": "hw.minimum",
+    "add": "+",
+    "sub": "-",
+    "mul": "*",
+    "floordiv": "//",
+    "mod": "%",
+    "and": "&",
+    "or": "|",
+    "xor": "^",
+    "shl": "<<",
+    "shr": ">>",
+    "eq": "==",
+    "ne": "!=",
+    "lt": "<",
+    "le": "<=",
+    "gt": ">",
+    "ge": ">=",
+    "max": "hw.maximum",
+    "min": "hw.minimum",
 }
 
 
@@ -237,8 +311,9 @@ def binary(op: str, a, b) -> Val:
             # compares Python ints exactly)
             side = dt.min if weak.lo < dt.min else dt.max
             x, y = (side, weak.lo) if weak is b else (weak.lo, side)
-            return const(np.bool_({"eq": x == y, "ne": x != y, "lt": x < y, "le": x <= y,
-                                   "gt": x > y, "ge": x >= y}[op]))
+            return const(
+                np.bool_({"eq": x == y, "ne": x != y, "lt": x < y, "le": x <= y, "gt": x > y, "ge": x >= y}[op])
+            )
         if compare and weak.lo is not None and not (dt.fits(weak.lo) and dt.fits(weak.hi)):
             wide = smallest_holding(min(dt.min, weak.lo), max(dt.max, weak.hi))
             if wide is None:
@@ -257,8 +332,14 @@ def binary(op: str, a, b) -> Val:
     return Val(ir.Binary(op, ea, eb, bool_ if compare else dt))
 
 
-_PY_COMPARE = {"eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "lt": lambda x, y: x < y,
-               "le": lambda x, y: x <= y, "gt": lambda x, y: x > y, "ge": lambda x, y: x >= y}
+_PY_COMPARE = {
+    "eq": lambda x, y: x == y,
+    "ne": lambda x, y: x != y,
+    "lt": lambda x, y: x < y,
+    "le": lambda x, y: x <= y,
+    "gt": lambda x, y: x > y,
+    "ge": lambda x, y: x >= y,
+}
 
 
 def _decided(op: str, a: Val, b: Val):
@@ -297,8 +378,10 @@ def _compare_huge(op: str, a, b, what: str) -> Val:
         known = _decided(op, x, y)
         if known is not None:
             return const(bool(known)) if other.weak else const(np.bool_(known))
-    raise TypeMismatchError(f"the Python integer {big} in {what} is beyond 64 bits and the other side's "
-                            f"values are not known at build time; use a smaller constant")
+    raise TypeMismatchError(
+        f"the Python integer {big} in {what} is beyond 64 bits and the other side's "
+        f"values are not known at build time; use a smaller constant"
+    )
 
 
 def _python_binary(op: str, a: Val, b: Val, what: str) -> Val:
@@ -328,8 +411,11 @@ def _python_binary(op: str, a: Val, b: Val, what: str) -> Val:
         )
     for v in (a, b):
         # + - * are exact modulo 2**64, so an operand beyond int64 is fine when the result fits
-        if (lo is None or op not in ("add", "sub", "mul")) and v.lo is not None \
-                and not (int64.fits(v.lo) and int64.fits(v.hi)):
+        if (
+            (lo is None or op not in ("add", "sub", "mul"))
+            and v.lo is not None
+            and not (int64.fits(v.lo) and int64.fits(v.hi))
+        ):
             raise TypeMismatchError(_beyond_int64(v, what))
     expr = ir.Binary(op, _meet(a, int64, what), _meet(b, int64, what), int64)
     return Val(expr, weak=True, lo=lo, hi=hi)
@@ -337,9 +423,11 @@ def _python_binary(op: str, a: Val, b: Val, what: str) -> Val:
 
 def _beyond_int64(v: Val, what: str) -> str:
     shown = v.lo if v.lo == v.hi else f"in [{v.lo}, {v.hi}]"
-    return (f"the Python integer {shown} in {what} next to an index value is beyond int64, where hwgen "
-            f"computes index values; here the result depends on the index, so keep the constant "
-            f"within int64 or convert one side with .astype(...)")
+    return (
+        f"the Python integer {shown} in {what} next to an index value is beyond int64, where hwgen "
+        f"computes index values; here the result depends on the index, so keep the constant "
+        f"within int64 or convert one side with .astype(...)"
+    )
 
 
 def _fold(op: str, a: int, b: int) -> int:
@@ -349,10 +437,18 @@ def _fold(op: str, a: int, b: int) -> int:
     if op in ("shl", "shr") and b < 0:
         raise TraceError(f"negative shift count {b}")
     return {
-        "add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b,
-        "floordiv": lambda: a // b, "mod": lambda: a % b, "and": lambda: a & b,
-        "or": lambda: a | b, "xor": lambda: a ^ b, "shl": lambda: a << b, "shr": lambda: a >> b,
-        "max": lambda: builtins.max(a, b), "min": lambda: builtins.min(a, b),
+        "add": lambda: a + b,
+        "sub": lambda: a - b,
+        "mul": lambda: a * b,
+        "floordiv": lambda: a // b,
+        "mod": lambda: a % b,
+        "and": lambda: a & b,
+        "or": lambda: a | b,
+        "xor": lambda: a ^ b,
+        "shl": lambda: a << b,
+        "shr": lambda: a >> b,
+        "max": lambda: builtins.max(a, b),
+        "min": lambda: builtins.min(a, b),
     }[op]()
 
 
@@ -361,8 +457,11 @@ def _bool_binary(op: str, a: ir.Expr, b: ir.Expr, weak: bool) -> Val:
     mapped = {"add": "or", "mul": "and", "max": "or", "min": "and"}.get(op, op)
     if mapped in ("and", "or", "xor") or mapped in ir.COMPARE:
         if weak and isinstance(a, ir.Const) and isinstance(b, ir.Const):
-            return const(bool(_fold(mapped, a.value, b.value)) if mapped not in ir.COMPARE
-                         else bool(_PY_COMPARE[mapped](a.value, b.value)))
+            return const(
+                bool(_fold(mapped, a.value, b.value))
+                if mapped not in ir.COMPARE
+                else bool(_PY_COMPARE[mapped](a.value, b.value))
+            )
         return Val(ir.Binary(mapped, a, b, bool_), weak=weak, lo=0 if weak else None, hi=1 if weak else None)
     raise TypeMismatchError(
         f"'{_SYMBOL[op]}' on two bool_ values is not supported (numpy: boolean {op} is an error "
@@ -382,8 +481,11 @@ def unary(op: str, a) -> Val:
     a = const(a)
     if a.dtype == bool_ and a.weak:
         # a Python bool (an index comparison): -, ~ and abs() give ints, ~True == -2
-        a = Val(_meet(a, int64, "an index comparison"), weak=True, lo=a.lo, hi=a.hi) \
-            if not isinstance(a.expr, ir.Const) else const(int(a.lo))
+        a = (
+            Val(_meet(a, int64, "an index comparison"), weak=True, lo=a.lo, hi=a.hi)
+            if not isinstance(a.expr, ir.Const)
+            else const(int(a.lo))
+        )
     if a.dtype == bool_:
         if op == "neg":
             raise TypeMismatchError(
@@ -415,8 +517,11 @@ def cast(x, dtype) -> Val:
     if dt is None:
         from .signature import unknown_dtype
 
-        raise TypeMismatchError(unknown_dtype(
-            dtype, "unknown dtype; expected one of int8 int16 int32 int64 uint8 uint16 uint32 uint64 bool_"))
+        raise TypeMismatchError(
+            unknown_dtype(
+                dtype, "unknown dtype; expected one of int8 int16 int32 int64 uint8 uint16 uint32 uint64 bool_"
+            )
+        )
     if isinstance(x, ArrayVal):
         return elementwise(lambda v: cast(v, dt), x)
     if isinstance(dt, fixedpoint.Fixed) or fixedpoint.is_fixed(x):
@@ -446,8 +551,7 @@ def where(cond, a, b):
         dt = bool_ if (a.dtype == bool_ and b.dtype == bool_) else int64
         lo = None if a.lo is None or b.lo is None else min(a.lo, b.lo)
         hi = None if a.hi is None or b.hi is None else max(a.hi, b.hi)
-        return Val(ir.Select(c.expr, _meet(a, dt, "hw.where"), _meet(b, dt, "hw.where"), dt),
-                   weak=True, lo=lo, hi=hi)
+        return Val(ir.Select(c.expr, _meet(a, dt, "hw.where"), _meet(b, dt, "hw.where"), dt), weak=True, lo=lo, hi=hi)
     if a.weak or b.weak:
         strong = b if a.weak else a
         dt = strong.dtype

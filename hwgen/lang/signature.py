@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dtypes import DType, as_dtype, bool_
 from ..errors import Loc, TraceError, TypeMismatchError
+from .dtypes import DType, as_dtype, bool_
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,9 @@ class Array:
             key = (key,)
         dtype = as_dtype(key[0])
         if dtype is None:
-            raise TypeMismatchError(unknown_dtype(key[0], "hw.Array[...] needs a dtype first (like hw.Array[int32, 64])"))
+            raise TypeMismatchError(
+                unknown_dtype(key[0], "hw.Array[...] needs a dtype first (like hw.Array[int32, 64])")
+            )
         shape = key[1:]
         if not shape:
             raise TypeMismatchError(
@@ -45,8 +47,7 @@ class Array:
         for s in shape:
             if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or int(s) < 1:
                 raise TypeMismatchError(
-                    f"hw.Array[{dtype.name}, ...] shape entries must be positive ints known at "
-                    f"build time, got {s!r}"
+                    f"hw.Array[{dtype.name}, ...] shape entries must be positive ints known at build time, got {s!r}"
                 )
         return ArrayType(dtype, tuple(int(s) for s in shape))
 
@@ -89,7 +90,8 @@ def _as_type(annotation, what: str, loc: Loc):
         return dt
     raise TypeMismatchError(
         f"{what} is annotated {annotation.__name__ if isinstance(annotation, type) else repr(annotation)}; "
-        f"expected hw.Array[dtype, *shape] or a dtype such as int32", loc
+        f"expected hw.Array[dtype, *shape] or a dtype such as int32",
+        loc,
     )
 
 
@@ -103,7 +105,8 @@ def parse_params(fn, loc: Loc) -> list:
         if p.name not in annotations:
             raise TraceError(
                 f"kernel parameter '{p.name}' has no annotation; annotate it as "
-                f"hw.Array[dtype, *shape] (an array in DRAM) or a dtype (a scalar)", loc
+                f"hw.Array[dtype, *shape] (an array in DRAM) or a dtype (a scalar)",
+                loc,
             )
         t = _as_type(annotations[p.name], f"parameter '{p.name}'", loc)
         ports.append(Port(p.name, t.dtype, t.shape) if isinstance(t, ArrayType) else Port(p.name, t, ()))
@@ -112,15 +115,16 @@ def parse_params(fn, loc: Loc) -> list:
 
 def _annotations(fn, loc: Loc) -> dict:
     """`fn`'s annotations, evaluated (string annotations see the function's closure too)."""
-    closure = {n: c.cell_contents for n, c in zip(fn.__code__.co_freevars, fn.__closure__ or ())
-               if _filled(c)}
+    closure = {n: c.cell_contents for n, c in zip(fn.__code__.co_freevars, fn.__closure__ or ()) if _filled(c)}
     try:
         return inspect.get_annotations(fn, locals=closure, eval_str=True)
     except Exception as e:  # a NameError in a string annotation, say
         hint = ""
         if isinstance(e, NameError) and any(isinstance(a, str) for a in fn.__annotations__.values()):
-            hint = (" (with `from __future__ import annotations`, annotations are evaluated later "
-                    "and can only use module-level names)")
+            hint = (
+                " (with `from __future__ import annotations`, annotations are evaluated later "
+                "and can only use module-level names)"
+            )
         raise TraceError(f"cannot evaluate the annotations of '{fn.__name__}': {e}{hint}", loc) from None
 
 
@@ -165,9 +169,7 @@ def check_args(kernel_name: str, params: list, args: tuple) -> dict:
     """Check user arguments against `params`; returns name -> numpy value."""
     if len(args) != len(params):
         names = ", ".join(p.name for p in params)
-        raise TypeMismatchError(
-            f"kernel '{kernel_name}' takes {len(params)} argument(s) ({names}), got {len(args)}"
-        )
+        raise TypeMismatchError(f"kernel '{kernel_name}' takes {len(params)} argument(s) ({names}), got {len(args)}")
     out = {}
     for p, a in zip(params, args):
         out[p.name] = _check_array(kernel_name, p, a) if p.is_array else _check_scalar(kernel_name, p, a)
@@ -179,14 +181,11 @@ def _check_array(kernel_name: str, p: Port, a) -> np.ndarray:
         return _check_fixed(kernel_name, p, a)
     if not isinstance(a, np.ndarray):
         raise TypeMismatchError(
-            f"argument '{p.name}' of kernel '{kernel_name}': expected {p.describe()} (numpy), "
-            f"got {type(a).__name__}"
+            f"argument '{p.name}' of kernel '{kernel_name}': expected {p.describe()} (numpy), got {type(a).__name__}"
         )
     got = f"{'an' if a.dtype.name[0] in 'aeiou' else 'a'} {a.dtype} array of shape {a.shape}"
     if a.dtype != p.dtype.np or a.shape != p.shape:
-        raise TypeMismatchError(
-            f"argument '{p.name}' of kernel '{kernel_name}': expected {p.describe()}, got {got}"
-        )
+        raise TypeMismatchError(f"argument '{p.name}' of kernel '{kernel_name}': expected {p.describe()}, got {got}")
     return np.ascontiguousarray(a)
 
 
@@ -210,15 +209,13 @@ def _check_scalar(kernel_name: str, p: Port, a):
     if isinstance(a, np.generic):
         if a.dtype != p.dtype.np:
             raise TypeMismatchError(
-                f"argument '{p.name}' of kernel '{kernel_name}': expected {p.describe()}, got "
-                f"a numpy {a.dtype} scalar"
+                f"argument '{p.name}' of kernel '{kernel_name}': expected {p.describe()}, got a numpy {a.dtype} scalar"
             )
         return a
     ok_type = isinstance(a, bool) if p.dtype == bool_ else (isinstance(a, int) and not isinstance(a, bool))
     if not ok_type:
         raise TypeMismatchError(
-            f"argument '{p.name}' of kernel '{kernel_name}': expected {p.describe()}, got "
-            f"{type(a).__name__} {a!r}"
+            f"argument '{p.name}' of kernel '{kernel_name}': expected {p.describe()}, got {type(a).__name__} {a!r}"
         )
     if not p.dtype.fits(int(a)):
         raise TypeMismatchError(

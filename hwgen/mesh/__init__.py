@@ -9,5 +9,17 @@ from .collectives import all_gather, all_to_all, axis_index, pmax, pmin, ppermut
 from .mesh import LinkConfig, Mesh, P
 from .shard import shard_map
 
-__all__ = ["LinkConfig", "Mesh", "P", "all_gather", "all_to_all", "axis_index", "pmax", "pmin",
-           "ppermute", "psum", "psum_scatter", "shard_map"]
+__all__ = [
+    "LinkConfig",
+    "Mesh",
+    "P",
+    "all_gather",
+    "all_to_all",
+    "axis_index",
+    "pmax",
+    "pmin",
+    "ppermute",
+    "psum",
+    "psum_scatter",
+    "shard_map",
+]

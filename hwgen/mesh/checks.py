@@ -27,17 +27,29 @@ def check_program(program, mesh) -> None:
     """Every shard_map of `program` runs on `mesh`; no body value leaks out of its body."""
     for sm in shard_maps(program):
         if mesh is None:
-            raise TraceError(f"hw.shard_map runs on a mesh, but kernel '{program.name}' has none; "
-                             f"declare it with @hw.kernel(mesh=...)", sm.loc)
+            raise TraceError(
+                f"hw.shard_map runs on a mesh, but kernel '{program.name}' has none; "
+                f"declare it with @hw.kernel(mesh=...)",
+                sm.loc,
+            )
         if sm.mesh != mesh:
-            raise TraceError(f"hw.shard_map uses the mesh {sm.mesh.describe()}, but kernel "
-                             f"'{program.name}' runs on {mesh.describe()}; use the kernel's mesh", sm.loc)
+            raise TraceError(
+                f"hw.shard_map uses the mesh {sm.mesh.describe()}, but kernel "
+                f"'{program.name}' runs on {mesh.describe()}; use the kernel's mesh",
+                sm.loc,
+            )
     for node in _outside_bodies(program):
-        leaked = (isinstance(node, ir.Input) and node.name.startswith("%shard")) or \
-            isinstance(node, ir.Collective) or (isinstance(node, ir.Param) and node.name.startswith("%axis."))
+        leaked = (
+            (isinstance(node, ir.Input) and node.name.startswith("%shard"))
+            or isinstance(node, ir.Collective)
+            or (isinstance(node, ir.Param) and node.name.startswith("%axis."))
+        )
         if leaked:
-            raise TraceError(f"kernel '{program.name}' uses a value of a hw.shard_map body outside "
-                             f"that body; return it from the body instead", program.loc)
+            raise TraceError(
+                f"kernel '{program.name}' uses a value of a hw.shard_map body outside "
+                f"that body; return it from the body instead",
+                program.loc,
+            )
 
 
 def shard_maps(program) -> list:
@@ -67,4 +79,5 @@ def refuse_hardware(kernel, what: str) -> None:
         f"cannot {what} kernel '{kernel.name}': it runs on a mesh ({kernel.mesh.describe()}) and "
         f"mesh hardware is not synthesized yet; {kernel.name}.verify(*arrays) simulates the "
         f"supported mesh programs and the golden model {kernel.name}(*arrays) runs every one",
-        kernel.schedule.loc)
+        kernel.schedule.loc,
+    )

@@ -31,11 +31,11 @@ parameters '%axis.<name>', the PE's coordinates).
 from __future__ import annotations
 
 from .. import ir
-from ..lang.dtypes import bool_, int32
 from ..errors import TraceError, TypeMismatchError, user_loc
-from ..lang.signature import raw_dtype
 from ..lang.arrays import ArrayVal, _strong, read
+from ..lang.dtypes import bool_, int32
 from ..lang.scalars import Val, const
+from ..lang.signature import raw_dtype
 from .shard import current_mesh
 from .specs import check_axes, group_size
 
@@ -70,8 +70,10 @@ def _operand(x, what: str, scalar_ok: bool = True):
             raise TraceError(f"{what} needs an array, got a scalar")
         node, fx, weak = ir.Map((), _strong(v)), v.fx, v.weak
     if ir.free_indices(node):
-        raise TraceError(f"{what} cannot be used inside the function given to hw.map, hw.sum or "
-                         f"another pattern; apply it to a whole array")
+        raise TraceError(
+            f"{what} cannot be used inside the function given to hw.map, hw.sum or "
+            f"another pattern; apply it to a whole array"
+        )
     return node, fx, weak
 
 
@@ -102,8 +104,10 @@ def _reduction(kind: str, x, axis_name):
     _, names, _ = _axes(axis_name, what)
     node, fx, weak = _operand(x, what)
     if kind == "psum" and node.dtype == bool_:
-        raise TypeMismatchError("hw.psum of bool_ values is ambiguous (JAX counts them in int32, "
-                                "hwgen keeps the dtype): use .astype(int32) to count, or hw.pmax for any")
+        raise TypeMismatchError(
+            "hw.psum of bool_ values is ambiguous (JAX counts them in int32, "
+            "hwgen keeps the dtype): use .astype(int32) to count, or hw.pmax for any"
+        )
     return _result(kind, names, {}, node, node.shape, fx, weak)
 
 
@@ -146,16 +150,22 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, tiled=False):
     tiled = _tiled(tiled, what)
     node, fx, weak = _operand(x, what, scalar_ok=False)
     if node.dtype == bool_:
-        raise TypeMismatchError("hw.psum_scatter of bool_ values is ambiguous (JAX counts them in int32, "
-                                "hwgen keeps the dtype): use .astype(int32) first")
+        raise TypeMismatchError(
+            "hw.psum_scatter of bool_ values is ambiguous (JAX counts them in int32, "
+            "hwgen keeps the dtype): use .astype(int32) first"
+        )
     shape = list(node.shape)
     d = _dim(scatter_dimension, len(shape), what, "scatter_dimension")
     if tiled and shape[d] % n:
-        raise TypeMismatchError(f"{what}: dimension {d} of the operand has size {shape[d]}, which the "
-                                f"group of {n} PEs over {_show(names)} does not divide (tiled=True)")
+        raise TypeMismatchError(
+            f"{what}: dimension {d} of the operand has size {shape[d]}, which the "
+            f"group of {n} PEs over {_show(names)} does not divide (tiled=True)"
+        )
     if not tiled and shape[d] != n:
-        raise TypeMismatchError(f"{what}: with tiled=False dimension {d} of the operand must have the "
-                                f"group's size {n} ({_show(names)}), but it has size {shape[d]}")
+        raise TypeMismatchError(
+            f"{what}: with tiled=False dimension {d} of the operand must have the "
+            f"group's size {n} ({_show(names)}), but it has size {shape[d]}"
+        )
     if tiled:
         shape[d] //= n
     else:
@@ -184,14 +194,17 @@ def _perm(perm, n: int, names: tuple, what: str) -> tuple:
     for s, d in pairs:
         for v in (s, d):
             if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < n:
-                raise TraceError(f"{what}: perm pair {(s, d)!r} is out of range: indices must be ints from "
-                                 f"0 to {n - 1} (the group over {_show(names)} has {n} PEs)")
+                raise TraceError(
+                    f"{what}: perm pair {(s, d)!r} is out of range: indices must be ints from "
+                    f"0 to {n - 1} (the group over {_show(names)} has {n} PEs)"
+                )
     for k, role in ((0, "source"), (1, "destination")):
         seen = [p[k] for p in pairs]
         dup = next((v for v in seen if seen.count(v) > 1), None)
         if dup is not None:
-            raise TraceError(f"{what}: perm is not a permutation: {dup} is the {role} of more than one "
-                             f"pair in {list(pairs)!r}")
+            raise TraceError(
+                f"{what}: perm is not a permutation: {dup} is the {role} of more than one pair in {list(pairs)!r}"
+            )
     return pairs
 
 
@@ -206,11 +219,15 @@ def all_to_all(x, axis_name, split_axis, concat_axis, *, tiled=False):
     s = _dim(split_axis, len(shape), what, "split_axis")
     c = _dim(concat_axis, len(shape), what, "concat_axis")
     if tiled and shape[s] % n:
-        raise TypeMismatchError(f"{what}: split_axis {s} of the operand has size {shape[s]}, which the "
-                                f"group of {n} PEs over {_show(names)} does not divide (tiled=True)")
+        raise TypeMismatchError(
+            f"{what}: split_axis {s} of the operand has size {shape[s]}, which the "
+            f"group of {n} PEs over {_show(names)} does not divide (tiled=True)"
+        )
     if not tiled and shape[s] != n:
-        raise TypeMismatchError(f"{what}: with tiled=False split_axis {s} of the operand must have the "
-                                f"group's size {n} ({_show(names)}), but it has size {shape[s]}")
+        raise TypeMismatchError(
+            f"{what}: with tiled=False split_axis {s} of the operand must have the "
+            f"group's size {n} ({_show(names)}), but it has size {shape[s]}"
+        )
     if tiled:
         shape[s] //= n
         shape[c] *= n

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 from .. import ir
 from ..errors import UnsupportedError
+from ..hw.collective import RingPlan
 from ..lang.program import Program, Result
 from ..lang.signature import Port, raw_dtype
 from ..timing import link_depth
-from ..hw.collective import RingPlan
 from .mesh import LinkConfig
 
 OPS = {"psum": "add", "pmax": "max", "pmin": "min"}
@@ -51,7 +51,7 @@ class MeshPlan:
         return self.mesh.size
 
 
-def plan(kernel, what: str) -> MeshPlan:
+def plan(kernel, what: str) -> MeshPlan:  # noqa: C901  (one refusal per unsupported form)
     """The kernel's mesh plan, or UnsupportedError saying why its hardware cannot be built."""
     loc = kernel.schedule.loc
     mesh = kernel.mesh
@@ -62,7 +62,9 @@ def plan(kernel, what: str) -> MeshPlan:
             f"cannot {what} kernel '{kernel.name}' on mesh {mesh.describe()}: {why}. Mesh hardware "
             f"supports one hw.shard_map over a ring whose body returns hw.psum / hw.pmax / hw.pmin "
             f"of a 1-D integer array (see docs/mesh.md); the golden model {kernel.name}(*arrays) "
-            f"works", where or loc)
+            f"works",
+            where or loc,
+        )
 
     if len(mesh.axis_names) != 1 or mesh.topology not in ("ring", "torus"):
         refuse("the mesh must be one axis with topology 'ring' or 'torus'")
@@ -131,8 +133,7 @@ def plan(kernel, what: str) -> MeshPlan:
         extents[dim.name] = n
         body = ir.Map((dim,), ir.Read(body, (ir.Index(dim.name),)), loc=coll.loc)
     partial = _fresh("partial", set(params) | {res.port.name})
-    local = Program(prog.name, tuple(local_params),
-                    (Result(Port(partial, dtype, (n,)), body),), extents, prog.loc)
+    local = Program(prog.name, tuple(local_params), (Result(Port(partial, dtype, (n,)), body),), extents, prog.loc)
     depth, most = ring_fifo(link.latency)
     chunk = n // p
     slice_words = max(d for d in range(1, min(chunk, most) + 1) if chunk % d == 0)
@@ -166,7 +167,9 @@ def check_words(kernel, mp: MeshPlan, words: int, what: str) -> None:
     if mp.ring.n % words:
         raise UnsupportedError(
             f"cannot {what} kernel '{kernel.name}': the reduced length {mp.ring.n} must be a multiple "
-            f"of the DRAM beat ({words} words)", kernel.schedule.loc)
+            f"of the DRAM beat ({words} words)",
+            kernel.schedule.loc,
+        )
 
 
 def link_bound(ring: RingPlan) -> int:
@@ -225,13 +228,27 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None) -> MeshDesig
     report = {
         "kernel": name,
         "schedule": kernel.schedule.describe(),
-        "mesh": {"shape": list(mp.mesh.axis_sizes), "axes": list(mp.mesh.axis_names),
-                 "topology": mp.mesh.topology, "pes": mp.p},
+        "mesh": {
+            "shape": list(mp.mesh.axis_sizes),
+            "axes": list(mp.mesh.axis_names),
+            "topology": mp.mesh.topology,
+            "pes": mp.p,
+        },
         "link": {"latency": ring.latency, "words_per_cycle": 1, "fifo_depth": ring.depth},
-        "collective": {"unit": "RingAllReduce", "op": ring.op, "words": ring.n, "chunk": ring.n // ring.p,
-                       "slice": ring.slice, "rounds": ring.rounds},
-        "dram": {"latency": dram.latency, "words_per_cycle": dram.words_per_cycle,
-                 "word_bits": top.word_bits, "addr_bits": dram.addr_bits},
+        "collective": {
+            "unit": "RingAllReduce",
+            "op": ring.op,
+            "words": ring.n,
+            "chunk": ring.n // ring.p,
+            "slice": ring.slice,
+            "rounds": ring.rounds,
+        },
+        "dram": {
+            "latency": dram.latency,
+            "words_per_cycle": dram.words_per_cycle,
+            "word_bits": top.word_bits,
+            "addr_bits": dram.addr_bits,
+        },
         "predicted_cycles": model.cycles,
         "roofline_cycles": model.roofline,
         "compute_bound_cycles": model.compute_bound,

@@ -47,19 +47,24 @@ class Mesh:
         if isinstance(axis_names, str):
             axis_names = (axis_names,)
         if not isinstance(axis_names, (tuple, list)) or not all(isinstance(a, str) and a for a in axis_names):
-            raise ScheduleError(f"hw.Mesh axis_names must be a tuple of non-empty strings, like ('x', 'y'), "
-                                f"got {axis_names!r}")
+            raise ScheduleError(
+                f"hw.Mesh axis_names must be a tuple of non-empty strings, like ('x', 'y'), got {axis_names!r}"
+            )
         if len(axis_names) != len(shape):
-            raise ScheduleError(f"hw.Mesh has {len(shape)} axis size(s) {tuple(shape)} but "
-                                f"{len(axis_names)} axis name(s) {tuple(axis_names)}; give one name per axis")
+            raise ScheduleError(
+                f"hw.Mesh has {len(shape)} axis size(s) {tuple(shape)} but "
+                f"{len(axis_names)} axis name(s) {tuple(axis_names)}; give one name per axis"
+            )
         dup = sorted({a for a in axis_names if list(axis_names).count(a) > 1})
         if dup:
             raise ScheduleError(f"hw.Mesh axis name '{dup[0]}' is used twice in {tuple(axis_names)}")
         if topology not in TOPOLOGIES:
             raise ScheduleError(f"hw.Mesh topology must be 'torus', 'mesh' or 'ring', got {topology!r}")
         if topology == "ring" and len(shape) != 1:
-            raise ScheduleError(f"a 'ring' has one axis, but this mesh has {len(shape)} {tuple(axis_names)}; "
-                                f"use topology 'torus' or 'mesh'")
+            raise ScheduleError(
+                f"a 'ring' has one axis, but this mesh has {len(shape)} {tuple(axis_names)}; "
+                f"use topology 'torus' or 'mesh'"
+            )
         object.__setattr__(self, "axis_sizes", tuple(shape))
         object.__setattr__(self, "axis_names", tuple(axis_names))
         object.__setattr__(self, "topology", topology)
@@ -79,7 +84,7 @@ class Mesh:
 
     def pe_id(self, coords) -> int:
         """The id of the PE at `coords` (one index per axis): row-major."""
-        return int(sum(c * math.prod(self.axis_sizes[k + 1:]) for k, c in enumerate(coords)))
+        return int(sum(c * math.prod(self.axis_sizes[k + 1 :]) for k, c in enumerate(coords)))
 
     def coords(self, pe: int) -> tuple:
         """The coordinates (one index per axis) of PE `pe`."""
@@ -156,6 +161,7 @@ class P:
             if e is None:
                 return "None"
             return repr(e[0]) if len(e) == 1 else repr(e)
+
         return f"P({', '.join(show(e) for e in self.entries)})"
 
 

@@ -15,10 +15,10 @@ import weakref
 
 from .. import ir
 from ..errors import HwgenError, TraceError, user_loc
-from ..lang.signature import raw_dtype
 from ..lang.arrays import ArrayVal, _strong, read
 from ..lang.context import current
 from ..lang.scalars import Val, const
+from ..lang.signature import raw_dtype
 from .mesh import Mesh, P
 from .specs import check_spec, global_shape, local_shape
 
@@ -61,8 +61,7 @@ def _trace(body, mesh: Mesh, in_specs, out_specs, args):
         inp = ir.Input(f"%shard{number}.{k}", node.dtype, local_shape(node.shape, spec, mesh))
         nodes.append(node)
         params.append(inp)
-        local_vals.append(ArrayVal(inp.shape, fx or inp.dtype, node=inp) if inp.shape
-                          else Val(read(inp, ()), fx=fx))
+        local_vals.append(ArrayVal(inp.shape, fx or inp.dtype, node=inp) if inp.shape else Val(read(inp, ()), fx=fx))
     _bodies.append(mesh)
     try:
         returned = body(*local_vals)
@@ -79,8 +78,11 @@ def _trace(body, mesh: Mesh, in_specs, out_specs, args):
         gshapes.append(global_shape(node.shape, spec, mesh))
     sm = ir.ShardMap(mesh, specs, ospecs, tuple(nodes), tuple(params), tuple(n for n, _ in outs), loc=loc)
     if ir.free_indices(sm):
-        raise TraceError("hw.shard_map cannot be used inside the function given to hw.map, hw.sum or "
-                         "another pattern; call it on whole arrays", loc)
+        raise TraceError(
+            "hw.shard_map cannot be used inside the function given to hw.map, hw.sum or "
+            "another pattern; call it on whole arrays",
+            loc,
+        )
     results = []
     for k, ((node, fx), shape) in enumerate(zip(outs, gshapes)):
         out = ir.ShardOut(sm, k, node.dtype, shape)
@@ -97,11 +99,14 @@ def _specs(specs, count: int, what: str, things: str, single: bool = False) -> t
     if not isinstance(specs, tuple):
         raise TraceError(f"hw.shard_map {what} must be an hw.P or a tuple of them, got {specs!r}")
     if single:
-        raise TraceError(f"hw.shard_map has {len(specs)} {what} for a single result; give one hw.P "
-                         f"(the body returns no tuple)")
+        raise TraceError(
+            f"hw.shard_map has {len(specs)} {what} for a single result; give one hw.P (the body returns no tuple)"
+        )
     if len(specs) != count:
-        raise TraceError(f"hw.shard_map has {len(specs)} {what} for {count} {things}; give one hw.P per "
-                         f"{things.split('(')[0]} (or one hw.P for all)")
+        raise TraceError(
+            f"hw.shard_map has {len(specs)} {what} for {count} {things}; give one hw.P per "
+            f"{things.split('(')[0]} (or one hw.P for all)"
+        )
     return specs
 
 
@@ -124,6 +129,5 @@ def _local_result(v, k: int, count: int):
     try:
         s = const(v)
     except HwgenError:
-        raise TraceError(f"{label} of the hw.shard_map body is {v!r}; a body returns arrays and "
-                         f"scalars") from None
+        raise TraceError(f"{label} of the hw.shard_map body is {v!r}; a body returns arrays and scalars") from None
     return ir.Map((), _strong(s)), s.fx

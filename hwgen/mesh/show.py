@@ -21,10 +21,14 @@ def show_shard_maps(program) -> str:
         for c in collectives_in_order(sm.body):
             names[c] = f"%c{len(names)}"
             params = ", ".join(f"{n}={v!r}" for n, v in c.params)
-            lines.append(f"    {names[c]} = {c.kind}({_array(c.operand, names)}, {c.axes!r}"
-                         f"{', ' + params if params else ''}): {c.dtype.name}{list(c.shape)}")
+            lines.append(
+                f"    {names[c]} = {c.kind}({_array(c.operand, names)}, {c.axes!r}"
+                f"{', ' + params if params else ''}): {c.dtype.name}{list(c.shape)}"
+            )
         for j, (node, spec) in enumerate(zip(sm.body, sm.out_specs)):
-            lines.append(f"    result {j}: {node.dtype.name}{list(node.shape)} = {_array(node, names)} joined by {spec!r}")
+            lines.append(
+                f"    result {j}: {node.dtype.name}{list(node.shape)} = {_array(node, names)} joined by {spec!r}"
+            )
     return "\n".join(lines)
 
 

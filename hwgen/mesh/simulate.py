@@ -20,7 +20,7 @@ import numpy as np
 from hwgen_sim import harness, runner
 
 from ..dram import DramConfig
-from ..errors import HwgenError, MismatchError, SimulationError, user_loc
+from ..errors import MismatchError, SimulationError, user_loc
 from ..lang.signature import check_args, to_user
 from .hardware import elaborate
 
@@ -32,7 +32,7 @@ def local_blocks(value: np.ndarray, spec, pe: int, p: int) -> np.ndarray:
     if not spec.entries or spec.entries[0] is None:
         return value
     n = value.shape[0] // p
-    return value[pe * n:(pe + 1) * n]
+    return value[pe * n : (pe + 1) * n]
 
 
 def timeout_cycles(predicted: int, dram: DramConfig) -> int:
@@ -48,8 +48,11 @@ def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str 
     dram = dram or DramConfig()
     t0 = time.perf_counter()
     design = elaborate(kernel, dram, what)
-    sources = {f"{design.name}.v": design.verilog, "hwgen_tb.v": harness.mesh_tb_verilog(design),
-               "hwgen_dram.v": _DRAM_V.read_text()}
+    sources = {
+        f"{design.name}.v": design.verilog,
+        "hwgen_tb.v": harness.mesh_tb_verilog(design),
+        "hwgen_dram.v": _DRAM_V.read_text(),
+    }
     try:
         build_dir, hit = runner.build(sources)
     except runner.ToolError as e:
@@ -67,12 +70,21 @@ def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str 
             harness.write_hex(work / f"dram_in.hex.{k}", images[-1], layout.word_bits)
         predicted = design.report["predicted_cycles"]
         timeout = timeout_cycles(predicted, dram)
-        config = {"inputs": {f"base_{name}": base for name, base in layout.bases.items()}, "results": [],
-                  "timeout_cycles": timeout, "monitor": [], "runs": 1}
+        config = {
+            "inputs": {f"base_{name}": base for name, base in layout.bases.items()},
+            "results": [],
+            "timeout_cycles": timeout,
+            "monitor": [],
+            "runs": 1,
+        }
         (work / "config.json").write_text(json.dumps(config))
-        plusargs = [f"+DRAM_IN={work / 'dram_in.hex'}", f"+DRAM_OUT={work / 'dram_out.hex'}",
-                    f"+DRAM_LATENCY={dram.latency}", f"+DRAM_JITTER={dram.jitter}",
-                    f"+DRAM_SEED={(seed or 0) * 2654435761 % (1 << 31) + 1}"]
+        plusargs = [
+            f"+DRAM_IN={work / 'dram_in.hex'}",
+            f"+DRAM_OUT={work / 'dram_out.hex'}",
+            f"+DRAM_LATENCY={dram.latency}",
+            f"+DRAM_JITTER={dram.jitter}",
+            f"+DRAM_SEED={(seed or 0) * 2654435761 % (1 << 31) + 1}",
+        ]
         env = {"HWGEN_SIM_CONFIG": str(work / "config.json"), "HWGEN_SIM_RESULT": str(work / "result.json")}
         try:
             runner.run(build_dir, work, plusargs, env)
@@ -85,36 +97,57 @@ def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str 
             raise SimulationError(
                 f"kernel '{kernel.name}' did not finish within {timeout} cycles (predicted {predicted}): "
                 f"the mesh hangs; PE(s) {', '.join(map(str, stalled))} of {p} not done (each PE runs "
-                f"its program, then ring0, the RingAllReduce)", loc)
+                f"its program, then ring0, the RingAllReduce)",
+                loc,
+            )
         if result["fault"]:
             raise SimulationError(f"kernel '{kernel.name}' accessed DRAM outside the simulated memory", loc)
         if result["measured"] != result["cycles"]:
-            raise SimulationError(f"kernel '{kernel.name}': its cycle counter says {result['cycles']} but "
-                                  f"{result['measured']} clock cycles passed", loc)
+            raise SimulationError(
+                f"kernel '{kernel.name}': its cycle counter says {result['cycles']} but "
+                f"{result['measured']} clock cycles passed",
+                loc,
+            )
         copies = []
         for k in range(p):
             after = harness.read_hex(work / f"dram_out.hex.{k}", len(images[k]))
             outs, stray = layout.read_outputs(images[k], after)
             if len(stray):
-                raise SimulationError(f"kernel '{kernel.name}': PE {k} wrote DRAM outside its result "
-                                      f"({len(stray)} words, first at word {int(stray[0])})", loc)
+                raise SimulationError(
+                    f"kernel '{kernel.name}': PE {k} wrote DRAM outside its result "
+                    f"({len(stray)} words, first at word {int(stray[0])})",
+                    loc,
+                )
             copies.append(outs[mp.ring.dst])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for k in range(1, p):
         if not np.array_equal(copies[k], copies[0]):
             i = int(np.argwhere(copies[k] != copies[0])[0][0])
-            raise MismatchError(f"kernel '{kernel.name}': PE {k}'s all-reduced result differs from PE 0's at "
-                                f"local index {i}: {copies[k][i]} vs {copies[0][i]}", mp.ring.dst, (i,),
-                                copies[0][i], copies[k][i], loc)
+            raise MismatchError(
+                f"kernel '{kernel.name}': PE {k}'s all-reduced result differs from PE 0's at "
+                f"local index {i}: {copies[k][i]} vs {copies[0][i]}",
+                mp.ring.dst,
+                (i,),
+                copies[0][i],
+                copies[k][i],
+                loc,
+            )
     spec = mp.out_spec
     glob = copies[0] if not spec.entries else np.concatenate(copies)
     port = kernel.results[0]
     t2 = time.perf_counter()
-    return SimResult(outputs=to_user(port, glob), cycles=result["cycles"], predicted_cycles=predicted,
-                     roofline_cycles=design.report["roofline_cycles"], build_seconds=t1 - t0,
-                     sim_seconds=t2 - t1, run_seconds=result.get("run_seconds", 0.0), cache_hit=hit,
-                     design=design)
+    return SimResult(
+        outputs=to_user(port, glob),
+        cycles=result["cycles"],
+        predicted_cycles=predicted,
+        roofline_cycles=design.report["roofline_cycles"],
+        build_seconds=t1 - t0,
+        sim_seconds=t2 - t1,
+        run_seconds=result.get("run_seconds", 0.0),
+        cache_hit=hit,
+        design=design,
+    )
 
 
 def verify(kernel, args, dram: DramConfig | None = None, seed=None):
@@ -126,7 +159,13 @@ def verify(kernel, args, dram: DramConfig | None = None, seed=None):
         diff = np.argwhere(expected != got) if expected.shape == got.shape else np.zeros((1, expected.ndim), int)
         index = tuple(int(i) for i in diff[0])
         port = kernel.results[0]
-        raise MismatchError(f"kernel '{kernel.name}': output '{port.name}' differs from the golden model at "
-                            f"index {index}: expected {expected[index]}, got {got[index]}", port.name, index,
-                            expected[index], got[index], loc)
+        raise MismatchError(
+            f"kernel '{kernel.name}': output '{port.name}' differs from the golden model at "
+            f"index {index}: expected {expected[index]}, got {got[index]}",
+            port.name,
+            index,
+            expected[index],
+            got[index],
+            loc,
+        )
     return sim

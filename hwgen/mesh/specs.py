@@ -18,8 +18,7 @@ def check_axes(names: tuple, mesh: Mesh, what: str) -> None:
     """Every name is an axis of `mesh`, each at most once."""
     for a in names:
         if a not in mesh.axis_names:
-            raise TraceError(f"{what} names mesh axis '{a}', but the mesh has axes "
-                             f"{', '.join(mesh.axis_names)}")
+            raise TraceError(f"{what} names mesh axis '{a}', but the mesh has axes {', '.join(mesh.axis_names)}")
     for a in names:
         if names.count(a) > 1:
             raise TraceError(f"{what} uses mesh axis '{a}' twice")
@@ -37,16 +36,19 @@ def check_spec(spec, shape: tuple, mesh: Mesh, what: str, split: bool = True) ->
         raise TraceError(f"{what} must be an hw.P(...), got {spec!r}")
     check_axes(spec.axes(), mesh, f"{what} {spec!r}")
     if len(spec) > len(shape):
-        raise TypeMismatchError(f"{what} {spec!r} has {len(spec)} entries but the array has "
-                                f"{len(shape)} dimension(s) (shape {shape})")
+        raise TypeMismatchError(
+            f"{what} {spec!r} has {len(spec)} entries but the array has {len(shape)} dimension(s) (shape {shape})"
+        )
     for d, entry in enumerate(spec):
         if entry is None or not split:
             continue
         n = group_size(entry, mesh)
         if shape[d] % n:
             axes = " * ".join(f"{a}={mesh.shape[a]}" for a in entry)
-            raise TypeMismatchError(f"{what} {spec!r} splits dimension {d} of size {shape[d]} over "
-                                    f"{n} PEs ({axes}), which does not divide it")
+            raise TypeMismatchError(
+                f"{what} {spec!r} splits dimension {d} of size {shape[d]} over "
+                f"{n} PEs ({axes}), which does not divide it"
+            )
     return spec
 
 

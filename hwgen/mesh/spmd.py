@@ -3,7 +3,8 @@
 `run_shard_map(node, ev)` splits the global arguments into one block per PE (by `in_specs`),
 gives each PE its own interp.Evaluator (its blocks, its coordinates as the Params
 '%axis.<name>', the kernel's arguments, and the global arrays computed so far, including the
-results of any other shard_map the body reads, computed globally first), and evaluates the body's collectives in dependency
+results of any other shard_map the body reads, computed globally first), and evaluates the
+body's collectives in dependency
 order: a collective's operand is evaluated on every PE, the collective is computed across PEs
 with numpy (collective()), and each PE's result is stored in that PE's evaluator, so what
 follows reads it like any array. The body's results are then joined by `out_specs`; a mesh axis
@@ -134,6 +135,7 @@ def collective(node: ir.Collective, values: list, mesh: Mesh) -> list:
 
 # Each rule maps g, of shape (groups, members, *local), to (groups, members, *result).
 
+
 def _psum(g, n, p, dtype):
     return np.broadcast_to(np.add.reduce(g, axis=1, dtype=dtype)[:, None], g.shape)
 
@@ -151,7 +153,7 @@ def _all_gather(g, n, p, dtype):
     full = np.moveaxis(g, 1, 1 + a)  # (groups, *local[:a], members, *local[a:])
     if p["tiled"]:
         s = full.shape
-        full = full.reshape(s[:1 + a] + (s[1 + a] * s[2 + a],) + s[3 + a:])
+        full = full.reshape(s[: 1 + a] + (s[1 + a] * s[2 + a],) + s[3 + a :])
     return np.broadcast_to(full[:, None], (g.shape[0], n) + full.shape[1:])
 
 
@@ -160,7 +162,7 @@ def _psum_scatter(g, n, p, dtype):
     d = p["dim"]
     if p["tiled"]:
         s = total.shape
-        total = total.reshape(s[:1 + d] + (n, s[1 + d] // n) + s[2 + d:])
+        total = total.reshape(s[: 1 + d] + (n, s[1 + d] // n) + s[2 + d :])
     return np.moveaxis(total, 1 + d, 1)
 
 
@@ -175,14 +177,21 @@ def _all_to_all(g, n, p, dtype):
     s, c = p["split"], p["concat"]
     if p["tiled"]:
         sh = g.shape
-        g = g.reshape(sh[:2 + s] + (n, sh[2 + s] // n) + sh[3 + s:])  # split into (dest, chunk)
+        g = g.reshape(sh[: 2 + s] + (n, sh[2 + s] // n) + sh[3 + s :])  # split into (dest, chunk)
     h = np.moveaxis(g, 2 + s, 1)  # (groups, dest, source, *rest)
     h = np.moveaxis(h, 2, 2 + c)  # source lands before dimension c of the result
     if p["tiled"]:
         sh = h.shape
-        h = h.reshape(sh[:2 + c] + (sh[2 + c] * sh[3 + c],) + sh[4 + c:])
+        h = h.reshape(sh[: 2 + c] + (sh[2 + c] * sh[3 + c],) + sh[4 + c :])
     return h
 
 
-_RULES = {"psum": _psum, "pmax": _pmax, "pmin": _pmin, "all_gather": _all_gather,
-          "psum_scatter": _psum_scatter, "ppermute": _ppermute, "all_to_all": _all_to_all}
+_RULES = {
+    "psum": _psum,
+    "pmax": _pmax,
+    "pmin": _pmin,
+    "all_gather": _all_gather,
+    "psum_scatter": _psum_scatter,
+    "ppermute": _ppermute,
+    "all_to_all": _all_to_all,
+}

@@ -87,9 +87,15 @@ def compile(program, schedule, words_per_cycle: int = 4, show_ir: bool | None = 
     pipes = {c.name: plan_pipe(c, plans) for c in walk(ir.root) if isinstance(c, Pipe)}
     steps.append(("pipeplan", time.perf_counter() - started))
     if show_ir:
-        _log("pipeplan", steps[-1][1], "\n".join(
-            f"  {n}: lanes {dict(p.par) or 1}, latency {p.latency}, {len(p.reads) + len(p.acc_reads)} read "
-            f"and {len(p.writes)} write ports" for n, p in pipes.items()))
+        _log(
+            "pipeplan",
+            steps[-1][1],
+            "\n".join(
+                f"  {n}: lanes {dict(p.par) or 1}, latency {p.latency}, {len(p.reads) + len(p.acc_reads)} read "
+                f"and {len(p.writes)} write ports"
+                for n, p in pipes.items()
+            ),
+        )
     return Compiled(ir, plans, pipes, words_per_cycle, tuple(steps))
 
 
@@ -103,8 +109,10 @@ def show_ir_wanted(show_ir: bool | None) -> bool:
 def _plan_line(p) -> str:
     d = p.describe()
     owner = f", rotated by {p.owner}" if p.owner else ""
-    return (f"  {d['name']}: {d['kind']} {d['dtype']}{d['shape']}, banks {d['banks']}, "
-            f"{d['buffers']} buffer(s){owner}  ({d['holds']})")
+    return (
+        f"  {d['name']}: {d['kind']} {d['dtype']}{d['shape']}, banks {d['banks']}, "
+        f"{d['buffers']} buffer(s){owner}  ({d['holds']})"
+    )
 
 
 def log_step(name: str, seconds: float, text: str = "") -> None:

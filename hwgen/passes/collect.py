@@ -29,19 +29,29 @@ class Collections:
         if found is not None:
             return found
         if ir.free_indices(node):
-            raise UnsupportedError("a group-by, filter or flatmap inside another pattern is not supported; "
-                                   "make it a separate result", node.loc)
+            raise UnsupportedError(
+                "a group-by, filter or flatmap inside another pattern is not supported; make it a separate result",
+                node.loc,
+            )
         what = "hw.groupby_fold" if node.kind == "group" else "hw.filter / hw.flatmap"
         for d in node.dims:
             if self.lanes(d) > 1:
-                raise ScheduleError(f"{what} takes one element per cycle; par on "
-                                    f"'{ir.schedule_name(d.name)}' is not supported", node.loc)
+                raise ScheduleError(
+                    f"{what} takes one element per cycle; par on '{ir.schedule_name(d.name)}' is not supported",
+                    node.loc,
+                )
         if node.capacity > self.FOLD_LIMIT:
-            raise UnsupportedError(f"{what} keeps its results on chip; {node.capacity} is more than "
-                                   f"the {self.FOLD_LIMIT} supported", node.loc)
-        self.check_index_order(node.dims, "hw.groupby_fold orders its groups by first appearance in index order"
-                               if node.kind == "group" else "hw.filter / hw.flatmap keeps its values in index order",
-                               node.loc)
+            raise UnsupportedError(
+                f"{what} keeps its results on chip; {node.capacity} is more than the {self.FOLD_LIMIT} supported",
+                node.loc,
+            )
+        self.check_index_order(
+            node.dims,
+            "hw.groupby_fold orders its groups by first appearance in index order"
+            if node.kind == "group"
+            else "hw.filter / hw.flatmap keeps its values in index order",
+            node.loc,
+        )
         count = self.new_mem("count", int64, (), "a count", node.loc)
         if node.kind == "group":
             part = ir.Part(node, "values")
@@ -54,13 +64,14 @@ class Collections:
         outer, local, sub = self.split(node.dims)
         stages: list = []
         key = [node.key] if node.key is not None else []
-        exprs = [self.extract(ir.subst_indices(e, sub), local, stages)
-                 for e in key + list(node.values) + list(node.conds)]
+        exprs = [
+            self.extract(ir.subst_indices(e, sub), local, stages) for e in key + list(node.values) + list(node.conds)
+        ]
         exprs = self.tile_reads_all(exprs, stages)
         first = self.first_iteration(outer + local)
         n_values = len(node.values)
         if isinstance(state, Group):
-            write = GroupWrite(state, exprs[0], tuple(exprs[1:1 + n_values]), first)
+            write = GroupWrite(state, exprs[0], tuple(exprs[1 : 1 + n_values]), first)
         else:
             write = AppendWrite(values, count, tuple(exprs[n_values:]), tuple(exprs[:n_values]), first)
         stages.append(Pipe(tuple(local), (write,)))

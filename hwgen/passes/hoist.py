@@ -41,9 +41,15 @@ def _hoist_out_of(loop: Loop) -> tuple:
     names = {c.name for c in loop.counters}
     keep, out = [], []
     for stage in loop.stages:
-        loads = [stage] if isinstance(stage, Load) else (
-            list(stage.children) if isinstance(stage, Parallel) and all(isinstance(c, Load) for c in stage.children)
-            else None)
+        loads = (
+            [stage]
+            if isinstance(stage, Load)
+            else (
+                list(stage.children)
+                if isinstance(stage, Parallel) and all(isinstance(c, Load) for c in stage.children)
+                else None
+            )
+        )
         if loads is None or not loop.counters:
             keep.append(stage)
             continue

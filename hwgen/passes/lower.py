@@ -80,8 +80,7 @@ class _Lowerer(Tiles, Reductions, Collections):
         root = Loop((), tuple(self.top))
         params = tuple(p for p in self.program.params if not p.is_array)
         groups = tuple(g for g in self.collected.values() if isinstance(g, Group))
-        return LoopProgram(self.program.name, params, tuple(drams), tuple(self.mems), tuple(scalar_outs), root,
-                           groups)
+        return LoopProgram(self.program.name, params, tuple(drams), tuple(self.mems), tuple(scalar_outs), root, groups)
 
     def new_mem(self, stem: str, dtype, shape, label: str = "", loc=None) -> Mem:
         mem = Mem(f"{stem}{next(self._ids)}", dtype, tuple(shape), label or stem, loc)
@@ -96,11 +95,16 @@ class _Lowerer(Tiles, Reductions, Collections):
         tile_shape = tuple(self.tile(d) for d in node.dims)
         local_idx = self.local_index(node.dims, local)
         squeezed = tuple(i for i in local_idx if isinstance(i, ir.Index))
-        if (isinstance(expr, ir.MemRead) and expr.idx == squeezed
-                and expr.mem.shape == tuple(t for t in tile_shape if t > 1)):
+        if (
+            isinstance(expr, ir.MemRead)
+            and expr.idx == squeezed
+            and expr.mem.shape == tuple(t for t in tile_shape if t > 1)
+        ):
             out = expr.mem  # the body is exactly an accumulator: store it directly
         else:
-            out = self.new_mem(f"{dram.name}_tile", node.dtype, tile_shape, f"the result tile of '{dram.name}'", node.loc)
+            out = self.new_mem(
+                f"{dram.name}_tile", node.dtype, tile_shape, f"the result tile of '{dram.name}'", node.loc
+            )
             stages.append(Pipe(tuple(local), (Write(out, local_idx, expr),)))
         origin = []
         for d in node.dims:

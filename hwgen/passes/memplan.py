@@ -118,9 +118,15 @@ class MemPlan:
         return n
 
     def describe(self) -> dict:
-        return {"name": self.mem.name, "holds": self.mem.label, "dtype": self.mem.dtype.name,
-                "shape": list(self.mem.shape), "kind": {"regs": "registers", "sram": "RAM", "group": "content-addressed registers"}[self.kind],
-                "banks": list(self.banks), "buffers": self.depth}
+        return {
+            "name": self.mem.name,
+            "holds": self.mem.label,
+            "dtype": self.mem.dtype.name,
+            "shape": list(self.mem.shape),
+            "kind": {"regs": "registers", "sram": "RAM", "group": "content-addressed registers"}[self.kind],
+            "banks": list(self.banks),
+            "buffers": self.depth,
+        }
 
 
 def lane_values(counters) -> list:
@@ -215,8 +221,17 @@ def _transfer_accesses(ctrl, path: tuple, words: int) -> list:
     n = min(words, shape[-1]) if shape else 1
     lanes = tuple(tuple([0] * (len(shape) - 1) + [k]) for k in range(n)) if shape else ((),)
     names = tuple((("word", k),) for k in range(len(lanes)))
-    out = [Access(ctrl.mem, ctrl, path, isinstance(ctrl, Load), lanes,
-                  f"the {'load' if isinstance(ctrl, Load) else 'store'} of '{ctrl.dram.name}'", names)]
+    out = [
+        Access(
+            ctrl.mem,
+            ctrl,
+            path,
+            isinstance(ctrl, Load),
+            lanes,
+            f"the {'load' if isinstance(ctrl, Load) else 'store'} of '{ctrl.dram.name}'",
+            names,
+        )
+    ]
     if isinstance(ctrl, Store) and ctrl.limit is not None:
         out.extend(_reads(ctrl, path, [ctrl.limit]))
     return out
@@ -259,7 +274,8 @@ def _check_lanes(a: Access, banks: tuple, loc) -> None:
             raise ScheduleError(
                 f"cannot serve {a.text} ({_name(a.mem)}) with these parallel lanes: lanes "
                 f"{_lane(a.names[seen[key]])} and {_lane(a.names[k])} need the same {what} in the "
-                f"same cycle; choose par so that each lane touches its own element", loc
+                f"same cycle; choose par so that each lane touches its own element",
+                loc,
             )
         seen[key] = k
 
@@ -301,7 +317,8 @@ def plan(prog: LoopProgram, words: int) -> dict:
             if total > MAX_BANKS:
                 raise ScheduleError(
                     f"{_name(mem)} would need {total} memory banks to serve its parallel lanes "
-                    f"(at most {MAX_BANKS}); use fewer lanes", loc
+                    f"(at most {MAX_BANKS}); use fewer lanes",
+                    loc,
                 )
             for a in acc:
                 _check_lanes(a, banks, loc)
@@ -324,15 +341,17 @@ def _buffering(mem: Mem, acc: list, loc) -> tuple:
     if not owners:
         return None, 1
     if len(owners) > 1:
-        raise ScheduleError(f"{_name(mem)} is shared across the stages of two metapipelines; "
-                            f"run one of them sequentially (metapipeline=False)", loc)
+        raise ScheduleError(
+            f"{_name(mem)} is shared across the stages of two metapipelines; "
+            f"run one of them sequentially (metapipeline=False)",
+            loc,
+        )
     owner, e = owners[0]
     if len(e["w"]) > 1:
         raise ScheduleError(f"{_name(mem)} is written in two stages of one metapipeline", loc)
     (w,) = e["w"]
     if any(r < w for r in e["r"]):
-        raise ScheduleError(f"{_name(mem)} is read in a metapipeline stage before the stage that "
-                            f"writes it", loc)
+        raise ScheduleError(f"{_name(mem)} is read in a metapipeline stage before the stage that writes it", loc)
     if e["n"] != len(acc):
         raise ScheduleError(f"{_name(mem)} is buffered by a metapipeline but also used outside it", loc)
     return owner, max(e["r"]) - w + 1

@@ -100,8 +100,9 @@ def _reach_banks(idx, lanes, par: dict, plan) -> list | None:
     out = []
     for lane in lanes:
         value = dict(lane)
-        starts = [(a.const + sum(c * value.get(n, 0) for n, c in a.terms if n in par)) % g
-                  for a, g in zip(affs, grains)]
+        starts = [
+            (a.const + sum(c * value.get(n, 0) for n, c in a.terms if n in par)) % g for a, g in zip(affs, grains)
+        ]
         out.append(congruent_banks(starts, grains, plan.banks))
     return out
 
@@ -171,8 +172,9 @@ def plan_pipe(pipe: Pipe, plans: dict) -> PipePlan:
     def far(product) -> bool:  # an operand shared by more lanes than a bank group
         return any(many(product, operand) for operand in ir.children(product))
 
-    timing = tm.schedule(pipe_exprs(pipe), lambda mem: tm.read_timing(plans[mem.name]), broadcast(par),
-                         spread_index, far)
+    timing = tm.schedule(
+        pipe_exprs(pipe), lambda mem: tm.read_timing(plans[mem.name]), broadcast(par), spread_index, far
+    )
     reads, read_nodes = [], []
     for e in pipe_exprs(pipe):
         for n in ir.walk(e):

@@ -53,13 +53,15 @@ class Reductions:
         if found is not None:
             return found
         if ir.free_indices(node):
-            raise UnsupportedError("a multifold that depends on an enclosing index is not supported; "
-                                   "make it a separate result", node.loc)
+            raise UnsupportedError(
+                "a multifold that depends on an enclosing index is not supported; make it a separate result", node.loc
+            )
         size = math.prod(node.shape)
         if size > self.FOLD_LIMIT:
             raise UnsupportedError(
-                f"a multifold accumulator lives on chip; {size} elements is more than the "
-                f"{self.FOLD_LIMIT} supported", node.loc)
+                f"a multifold accumulator lives on chip; {size} elements is more than the {self.FOLD_LIMIT} supported",
+                node.loc,
+            )
         acc = self.new_mem("fold", node.dtype, node.shape, "the accumulator of a multifold", node.loc)
         self.init_fold(acc, node.init)
         outer, local, sub = self.split(node.dims)
@@ -68,7 +70,9 @@ class Reductions:
                 raise ScheduleError(
                     f"index '{ir.schedule_name(d.name)}' walks a slice of a multifold's accumulator "
                     f"inside one pipe; "
-                    f"tile it by its whole extent ({d.extent}) or leave it out of the schedule", node.loc)
+                    f"tile it by its whole extent ({d.extent}) or leave it out of the schedule",
+                    node.loc,
+                )
         if node.op.expr is not None:
             self.check_index_order(node.dims, "the custom multifold op folds in index order", node.loc)
         _, slices, ssub = self.split(node.sdims, whole=True)

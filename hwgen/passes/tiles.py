@@ -77,7 +77,8 @@ class Tiles:
                 raise ScheduleError(
                     f"{what}, but tiling '{before}' by {self.tile(split_before)} and also "
                     f"splitting '{name}' into tiles would visit the indices tile by tile; tile "
-                    f"'{name}' by its whole extent ({d.extent}), or leave '{before}' untiled", loc
+                    f"'{name}' by its whole extent ({d.extent}), or leave '{before}' untiled",
+                    loc,
                 )
             if t > 1 and split_before is None:
                 split_before = d
@@ -113,8 +114,12 @@ class Tiles:
             # an earlier stage of this loop body that loaded the same tile shares it (N-buffered)
             origin = tuple((op + Affine.of({}, lo)).to_expr() for op, lo in zip(outer_parts, lows))
             shape = tuple(h - lo + 1 for lo, h in zip(lows, highs))
-            earlier = [ld for st in stages for ld in (st.children if isinstance(st, Parallel) else (st,))
-                       if isinstance(ld, Load) and ld.dram == dram and ld.origin == origin and ld.mem.shape == shape]
+            earlier = [
+                ld
+                for st in stages
+                for ld in (st.children if isinstance(st, Parallel) else (st,))
+                if isinstance(ld, Load) and ld.dram == dram and ld.origin == origin and ld.mem.shape == shape
+            ]
             if earlier:
                 mem = earlier[0].mem
             else:
@@ -122,7 +127,9 @@ class Tiles:
                 loads.append(Load(dram, mem, origin))
             for rd, lp in members:
                 text = rd.text or f"{name}[{', '.join(_expr_str(i) for i in rd.idx)}]"
-                mapping[rd] = ir.MemRead(mem, tuple((p + Affine.of({}, -lo)).to_expr() for p, lo in zip(lp, lows)), text)
+                mapping[rd] = ir.MemRead(
+                    mem, tuple((p + Affine.of({}, -lo)).to_expr() for p, lo in zip(lp, lows)), text
+                )
         if loads:
             stages.append(loads[0] if len(loads) == 1 else Parallel(tuple(loads)))
         memo: dict = {}

@@ -20,7 +20,7 @@ class Stats:
     def __init__(self):
         self.c = collections.Counter()
         self.cov = collections.Counter()
-        self.findings = []   # (cls, index, detail, reproducer source)
+        self.findings = []  # (cls, index, detail, reproducer source)
         self.t0 = time.time()
 
 
@@ -40,20 +40,38 @@ def coverage(prog, cov):
     if len(prog.pats) > 1:
         cov["multiple-results"] += 1
     from .minimize import _get, _slots
+
     for h, k in _slots(prog):
         e = _get(h, k)
-        key = {"bin": lambda: e.a[0], "un": lambda: e.a[0], "cast": lambda: f"astype({e.a[0]})"}.get(e.op, lambda: e.op)()
+        key = {"bin": lambda: e.a[0], "un": lambda: e.a[0], "cast": lambda: f"astype({e.a[0]})"}.get(
+            e.op, lambda: e.op
+        )()
         cov[f"expr:{key}"] += 1
         if e.op == "ref":
             for v, c, off in e.a[1]:
-                form = "const" if v is None else ("reversed" if c == -1 else "strided" if c > 1 else "halo" if off else "plain")
+                form = (
+                    "const"
+                    if v is None
+                    else ("reversed" if c == -1 else "strided" if c > 1 else "halo" if off else "plain")
+                )
                 cov[f"subscript:{form}"] += 1
             if e.a[0].startswith("o"):
                 cov["expr:earlier-array-result"] += 1
 
 
-def campaign(seed, programs, start=0, schedules=3, rtl_every=0, minimize_s=120.0, time_limit=0.0,
-             include_known=False, out=None, log=print, kinds=None) -> Stats:
+def campaign(
+    seed,
+    programs,
+    start=0,
+    schedules=3,
+    rtl_every=0,
+    minimize_s=120.0,
+    time_limit=0.0,
+    include_known=False,
+    out=None,
+    log=print,
+    kinds=None,
+) -> Stats:
     excluded = frozenset() if include_known else frozenset(KNOWN_BUGS)
     st = Stats()
     old = signal.signal(signal.SIGTERM, _interrupt) if threading.current_thread() is threading.main_thread() else None
@@ -77,9 +95,11 @@ def _loop(st, seed, programs, start, schedules, rtl_every, minimize_s, time_limi
     for index in range(start, start + programs):
         if index > start and (index - start) % 100 == 0:
             c = st.c
-            log(f"... {index - start} programs, {time.time() - st.t0:.0f} s: {c['schedules']} schedules, "
+            log(
+                f"... {index - start} programs, {time.time() - st.t0:.0f} s: {c['schedules']} schedules, "
                 f"{c['refused']} refused, {c['verilator']} Verilator runs, findings "
-                f"{sum(c[k] for k in FINDINGS)}")
+                f"{sum(c[k] for k in FINDINGS)}"
+            )
             sys.stdout.flush()
         if time_limit and time.time() - st.t0 > time_limit:
             log(f"time limit reached after {index - start} programs")
@@ -104,8 +124,9 @@ def _loop(st, seed, programs, start, schedules, rtl_every, minimize_s, time_limi
         hwcls = o.cls in ("hw-mismatch", "sim-error", "rtl-crash", "model-miss")
         plan = [o.variant] if hwcls and o.variant else None
         if minimize_s and seen[o.cls] <= 2:
-            small, ssched = minimize(prog, sched, o.cls, seed, index, rtl=hwcls, budget_s=minimize_s, log=log,
-                                     plan=plan)
+            small, ssched = minimize(
+                prog, sched, o.cls, seed, index, rtl=hwcls, budget_s=minimize_s, log=log, plan=plan
+            )
             again = check(small, seed, index, fixed_schedule=ssched, rtl=hwcls, excluded=excluded, plan=plan)
             detail = again.detail or o.detail
         else:
@@ -122,24 +143,30 @@ def _loop(st, seed, programs, start, schedules, rtl_every, minimize_s, time_limi
 
 def _kernel_part(src: str) -> str:
     """The interesting lines of a reproducer: schedule, kernel, reference, inputs."""
-    return src[src.index("SCHEDULE ="):src.index('if __name__')].rstrip() + "\n"
+    return src[src.index("SCHEDULE =") : src.index("if __name__")].rstrip() + "\n"
 
 
 def report(st: Stats, seed, log=print):
     c = st.c
     wall = time.time() - st.t0
     rows = [
-        ("seed", seed), ("programs", c["programs"]), ("wall time (s)", f"{wall:.0f}"),
+        ("seed", seed),
+        ("programs", c["programs"]),
+        ("wall time (s)", f"{wall:.0f}"),
         ("rejected at trace (generator/hwgen disagree on legality)", c["trace-rejected"] + c["golden-refused"]),
         ("reference errors (generator bugs)", c["ref-error"]),
-        ("schedules tried", c["schedules"]), ("refused (HwgenError)", c["refused"]),
+        ("schedules tried", c["schedules"]),
+        ("refused (HwgenError)", c["refused"]),
         ("excluded (known bugs)", sum(v for k, v in c.items() if k.startswith("excluded:"))),
-        ("programs through Verilator (builds)", c["verilator"]), ("  all simulations passed", c["verilator-pass"]),
+        ("programs through Verilator (builds)", c["verilator"]),
+        ("  all simulations passed", c["verilator-pass"]),
         ("simulations (each build also runs other inputs)", c["simulations"]),
         ("  with DRAM jitter (cycles not compared)", c["variant:jitter"]),
         ("  run twice without a reset", c["variant:runs2"]),
-        ("model short under metapipelining (documented; runs, total cycles)",
-         f"{c['model-short-metapipeline']}, {c['model-short-cycles']}"),
+        (
+            "model short under metapipelining (documented; runs, total cycles)",
+            f"{c['model-short-metapipeline']}, {c['model-short-cycles']}",
+        ),
     ] + [(f"finding: {k}", c[k]) for k in FINDINGS]
     w = max(len(r[0]) for r in rows)
     log("\n==== fuzz summary")
@@ -159,5 +186,7 @@ def report(st: Stats, seed, log=print):
             log(f"    {v:5d}  {k}")
     if os.environ.get("HWGEN_FUZZ_JSON"):
         import json
-        Path(os.environ["HWGEN_FUZZ_JSON"]).write_text(json.dumps({"counts": dict(c), "coverage": dict(st.cov),
-                                                                   "wall_s": wall}, indent=1))
+
+        Path(os.environ["HWGEN_FUZZ_JSON"]).write_text(
+            json.dumps({"counts": dict(c), "coverage": dict(st.cov), "wall_s": wall}, indent=1)
+        )

@@ -10,7 +10,6 @@ one `random.Random`, so a program is reproducible from its seed.
 
 from __future__ import annotations
 
-import copy
 import operator
 import random
 from dataclasses import dataclass, field
@@ -32,13 +31,14 @@ KNOWN_BUGS = {
     "sliding-window": "sliding-window slices x[i:i+W] are refused",
     # found by this fuzzer (docs/fuzzing.md, Open findings)
     "F1-loopir-scalar-post": "the loop-IR interpreter crashes on a scalar result computed from a "
-                             "reduction (argmin/argmax, hw.sum(...) * 2): 'setting an array element with a sequence'",
+    "reduction (argmin/argmax, hw.sum(...) * 2): 'setting an array element with a sequence'",
     "F2-bool-matmul": "a @ b of two bool_ arrays: the hardware adds the products modulo 2 (xor) where "
-                      "numpy and the golden model OR them",
+    "numpy and the golden model OR them",
 }
 
 
 # ----------------------------------------------------------------------------- expressions
+
 
 @dataclass
 class Ex:
@@ -67,10 +67,22 @@ def sample(t):
 
 
 _PYOP = {
-    "+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv,
-    "%": operator.mod, "&": operator.and_, "|": operator.or_, "^": operator.xor,
-    "<<": operator.lshift, ">>": operator.rshift, "<": operator.lt, "<=": operator.le,
-    "==": operator.eq, "!=": operator.ne, ">": operator.gt, ">=": operator.ge,
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "&": operator.and_,
+    "|": operator.or_,
+    "^": operator.xor,
+    "<<": operator.lshift,
+    ">>": operator.rshift,
+    "<": operator.lt,
+    "<=": operator.le,
+    "==": operator.eq,
+    "!=": operator.ne,
+    ">": operator.gt,
+    ">=": operator.ge,
 }
 ARITH = ["+", "-", "*", "//", "%", "&", "|", "^", "<<", ">>"]
 COMPARE = ["<", "<=", "==", "!=", ">", ">="]
@@ -109,12 +121,13 @@ def weak_range(op, a, b):
 
 # ----------------------------------------------------------------------------- program
 
+
 @dataclass
 class Arr:
     name: str
-    dtype: str          # numpy name, or "fx" for hw.fixed(16, 16)
+    dtype: str  # numpy name, or "fx" for hw.fixed(16, 16)
     ndim: int
-    fixed_shape: tuple | None = None   # exact shape (whole-array uses); None: grown from subscripts
+    fixed_shape: tuple | None = None  # exact shape (whole-array uses); None: grown from subscripts
     pad: tuple = (0, 0)
     mode: str = "full"  # input values: full dtype range, or small (collisions, zeros, ties)
 
@@ -129,19 +142,19 @@ class Pat:
     argmin/argmax: dims, body"""
 
     kind: str
-    dims: list = field(default_factory=list)          # [(var, extent)]
+    dims: list = field(default_factory=list)  # [(var, extent)]
     inner: list = field(default_factory=list)
     body: object = None
     rop: str = "+"
     extra: dict = field(default_factory=dict)
-    outs: list = field(default_factory=list)          # result variable names
+    outs: list = field(default_factory=list)  # result variable names
 
 
 @dataclass
 class Prog:
     name: str
     arrays: dict
-    scalars: dict            # name -> dtype
+    scalars: dict  # name -> dtype
     pats: list
     fixed: bool = False
     input_seed: int = 0
@@ -168,7 +181,7 @@ class Gen:
         self.scalars: dict = {}
         self.ext: dict = {}
         self.nvar = 0
-        self.results: list = []   # (name, type) scalar results usable later
+        self.results: list = []  # (name, type) scalar results usable later
         self.res_arrays: list = []  # (name, dtype, shape) array results usable later
         self.palette = self._palette()
 
@@ -210,7 +223,11 @@ class Gen:
     def ref(self, vars_):
         r = self.r
         cands = [a for a in self.arrays.values() if a.fixed_shape is None and (a.dtype == "fx") == self.fixed]
-        ndim = 2 if (len(vars_) >= 2 and r.random() < 0.5) else (r.choice([1, 2]) if len(vars_) == 1 and r.random() < 0.2 else 1)
+        ndim = (
+            2
+            if (len(vars_) >= 2 and r.random() < 0.5)
+            else (r.choice([1, 2]) if len(vars_) == 1 and r.random() < 0.2 else 1)
+        )
         same = [a for a in cands if a.ndim == ndim]
         if same and (r.random() < 0.8 or len(self.arrays) >= 5):
             arr = r.choice(same)
@@ -343,11 +360,15 @@ class Gen:
                 v = self.r.choice(self.ext and list(self.ext) or [None])
                 if v in vars_:  # an index expression partly out of range: hwgen compares wider
                     lo = info.min - 3 if info.min < 0 else -5
-                    w = Ex("bin", (Ex("idx", (), (v,), ("w", 0, self.ext[v] - 1)), Ex("lit", (), (lo,), ("w", lo, lo))), ("+",),
-                           ("w", lo, lo + self.ext[v] - 1))
+                    w = Ex(
+                        "bin",
+                        (Ex("idx", (), (v,), ("w", 0, self.ext[v] - 1)), Ex("lit", (), (lo,), ("w", lo, lo))),
+                        ("+",),
+                        ("w", lo, lo + self.ext[v] - 1),
+                    )
                     return Ex("bin", (a, w) if self.r.random() < 0.5 else (w, a), (op,), np.dtype(bool))
             c = self.r.choice([info.max + 1, info.min - 1, info.max + 1000, -1 if info.min == 0 else info.min - 7])
-            c = min(max(c, -2**63), 2**64 - 1)  # hwgen takes Python ints that fit in 64 bits
+            c = min(max(c, -(2**63)), 2**64 - 1)  # hwgen takes Python ints that fit in 64 bits
             b = Ex("lit", (), (c,), ("w", c, c))
             return Ex("bin", (a, b) if self.r.random() < 0.5 else (b, a), (op,), np.dtype(bool))
         t = numpy_type(_PYOP[op], a.t, b.t)
@@ -459,7 +480,11 @@ class Gen:
             p.dims = [(self.var(e), e) for e in [self.extent(nd) for _ in range(nd)]]
             vs = [v for v, _ in p.dims]
             if kind == "filter" and self.fixed:
-                p.extra["pred"] = self.cmp(vs, 1) or self.cmp(vs, 0) or Ex("bin", (self.ref(vs), Ex("flit", (), (0.5,), "fx")), (">",), np.dtype(bool))
+                p.extra["pred"] = (
+                    self.cmp(vs, 1)
+                    or self.cmp(vs, 0)
+                    or Ex("bin", (self.ref(vs), Ex("flit", (), (0.5,), "fx")), (">",), np.dtype(bool))
+                )
                 p.body = self.strong(vs, 2)
             elif kind == "filter":
                 p.extra["pred"] = self.cmp(vs, 1) or self.strong(vs, 1)
@@ -472,7 +497,7 @@ class Gen:
                     v = first if j == 0 else self.strong(vs, 2)
                     if v.t != first.t:
                         v = Ex("cast", (v,), (first.t.name,), first.t)
-                    w = (self.cmp(vs, 1) if r.random() < 0.8 else None)
+                    w = self.cmp(vs, 1) if r.random() < 0.8 else None
                     emits.append([v, w])
                 p.extra["emits"] = emits
                 p.extra["max_out"] = k + r.choice([0, 0, 1])
@@ -491,8 +516,9 @@ class Gen:
                 p.extra["key"] = key
                 ncol = r.choice([1, 1, 2, 3])  # never a one-element tuple (KNOWN_BUGS groupby-one-column)
                 vals = [self.strong(vs, 2) for _ in range(ncol)]
-                vals = [vals[0]] + [v if v.t == vals[0].t else Ex("cast", (v,), (vals[0].t.name,), vals[0].t)
-                                    for v in vals[1:]]
+                vals = [vals[0]] + [
+                    v if v.t == vals[0].t else Ex("cast", (v,), (vals[0].t.name,), vals[0].t) for v in vals[1:]
+                ]
                 p.extra["values"] = vals
                 p.rop = self.r.choice(["+", "max", "min", "^", "|", "custom"])
                 if p.rop == "custom":
@@ -595,10 +621,20 @@ class Gen:
         x = r.random()
         v = r.choice(vs)
         if x < 0.3:
-            w = Ex("bin", (Ex("idx", (), (v,), ("w", 0, self.ext[v] - 1)), Ex("lit", (), (K,), ("w", K, K))), ("%",), ("w", 0, K - 1))
+            w = Ex(
+                "bin",
+                (Ex("idx", (), (v,), ("w", 0, self.ext[v] - 1)), Ex("lit", (), (K,), ("w", K, K))),
+                ("%",),
+                ("w", 0, K - 1),
+            )
         elif x < 0.45:
             c = -(-self.ext[v] // K)
-            w = Ex("bin", (Ex("idx", (), (v,), ("w", 0, self.ext[v] - 1)), Ex("lit", (), (c,), ("w", c, c))), ("//",), ("w", 0, K - 1))
+            w = Ex(
+                "bin",
+                (Ex("idx", (), (v,), ("w", 0, self.ext[v] - 1)), Ex("lit", (), (c,), ("w", c, c))),
+                ("//",),
+                ("w", 0, K - 1),
+            )
         else:
             d = self.strong(vs, 1)
             if d.t == np.dtype(bool):
@@ -621,8 +657,12 @@ class Gen:
             K2 = r.choice([2, 3, 4])
             shape = (K, K2)
             v2 = r.choice(vs)
-            w2 = Ex("bin", (Ex("idx", (), (v2,), ("w", 0, self.ext[v2] - 1)), Ex("lit", (), (K2,), ("w", K2, K2))), ("%",),
-                    ("w", 0, K2 - 1))
+            w2 = Ex(
+                "bin",
+                (Ex("idx", (), (v2,), ("w", 0, self.ext[v2] - 1)), Ex("lit", (), (K2,), ("w", K2, K2))),
+                ("%",),
+                ("w", 0, K2 - 1),
+            )
             w = Ex("tuple", (w, w2), (), None)
             if init is not None:
                 self.arrays[init].fixed_shape = shape
@@ -641,8 +681,21 @@ class Gen:
 
 
 KINDS = {  # pattern kind -> weight
-    "bcast": 1, "map": 6, "reduce": 4, "mapreduce": 3, "rowmap": 1, "rowreduce": 1, "slice": 1, "matmul": 1,
-    "multifold": 2, "filter": 2, "flatmap": 2, "groupby": 2, "argmin": 1, "argmax": 1, "scalar": 1,
+    "bcast": 1,
+    "map": 6,
+    "reduce": 4,
+    "mapreduce": 3,
+    "rowmap": 1,
+    "rowreduce": 1,
+    "slice": 1,
+    "matmul": 1,
+    "multifold": 2,
+    "filter": 2,
+    "flatmap": 2,
+    "groupby": 2,
+    "argmin": 1,
+    "argmax": 1,
+    "scalar": 1,
 }
 FX_KINDS = {"map": 4, "reduce": 2, "mapreduce": 2, "argmax": 1, "argmin": 1, "filter": 1}
 

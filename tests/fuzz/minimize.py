@@ -20,7 +20,7 @@ def _get(h, k):
 
 def _set(h, k, v):
     if isinstance(h, Ex):
-        h.kids = h.kids[:k] + (v,) + h.kids[k + 1:]
+        h.kids = h.kids[:k] + (v,) + h.kids[k + 1 :]
     elif isinstance(h, (list, dict)):
         h[k] = v
     else:
@@ -148,8 +148,7 @@ def candidates(prog: Prog, sched: dict):
             yield q, sched
 
 
-def minimize(prog: Prog, sched: dict, cls: str, seed: int, index: int, rtl: bool, budget_s=120.0, log=print,
-             plan=None):
+def minimize(prog: Prog, sched: dict, cls: str, seed: int, index: int, rtl: bool, budget_s=120.0, log=print, plan=None):
     """The smallest (prog, schedule) found within the time budget that still fails with `cls`."""
     t0 = time.time()
     tries = 0

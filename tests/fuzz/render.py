@@ -8,7 +8,8 @@ import numpy as np
 
 from .gen import CUSTOM, FX_FRAC, Ex, Prog
 
-PRELUDE = '''\
+PRELUDE = (
+    """\
 import operator
 import numpy as np
 import hwgen as hw
@@ -88,7 +89,9 @@ def fxdiv(a, b):  # exact quotient rounded down; x / 0 == 0
 
 def fxout(raw):
     return np.asarray(raw).astype(np.float64) / 2**FRAC if np.ndim(raw) else np.float64(raw) / 2**FRAC
-''' % FX_FRAC
+"""
+    % FX_FRAC
+)
 
 
 def hw_dtype(dt: str) -> str:
@@ -302,8 +305,10 @@ class Renderer:
             vals = x["values"]
             val = ex(vals[0]) if len(vals) == 1 else "(" + ", ".join(ex(v) for v in vals) + ")"
             op = CUSTOM[p.rop][0] if p.rop in CUSTOM else repr(p.rop)
-            return (f"hw.groupby_fold({self.dom(p.dims)}, {self.lam(p.dims)}: ({ex(x['key'])}, {val}), {op}, "
-                    f"max_keys={x['max_keys']})")
+            return (
+                f"hw.groupby_fold({self.dom(p.dims)}, {self.lam(p.dims)}: ({ex(x['key'])}, {val}), {op}, "
+                f"max_keys={x['max_keys']})"
+            )
         raise ValueError(p.kind)
 
     def ref_pat(self, p) -> str:
@@ -360,8 +365,7 @@ class Renderer:
         if p.kind == "groupby":
             vals = x["values"]
             val = ex(vals[0]) if len(vals) == 1 else "np.array([" + ", ".join(ex(v) for v in vals) + "])"
-            return (f"groupby([({ex(x['key'])}, {val}) {self.loops(p.dims)}], {self.ref_op(p.rop)}, "
-                    f"{x['max_keys']})")
+            return f"groupby([({ex(x['key'])}, {val}) {self.loops(p.dims)}], {self.ref_op(p.rop)}, {x['max_keys']})"
         raise ValueError(p.kind)
 
     # --- the whole file
@@ -374,16 +378,29 @@ class Renderer:
         outs = [o for p in self.p.pats for o in p.outs]
         sched = schedule or {"tile": {}, "par": {}, "metapipeline": False}
         variant, dram = variant or ("plain", {"latency": 20, "words_per_cycle": 4, "jitter": 0})
-        lines = [PRELUDE, "", f"SCHEDULE = {sched!r}", f"DRAM = {dram!r}  # Verilator's DRAM model",
-                 f"RUNS = {2 if variant == 'runs2' else 1}  # runs without a reset in between", "", "",
-                 f"@hw.kernel(tile=SCHEDULE['tile'], par=SCHEDULE['par'], metapipeline=SCHEDULE['metapipeline'])",
-                 f"def {self.p.name}({', '.join(sig)}):"]
+        lines = [
+            PRELUDE,
+            "",
+            f"SCHEDULE = {sched!r}",
+            f"DRAM = {dram!r}  # Verilator's DRAM model",
+            f"RUNS = {2 if variant == 'runs2' else 1}  # runs without a reset in between",
+            "",
+            "",
+            "@hw.kernel(tile=SCHEDULE['tile'], par=SCHEDULE['par'], metapipeline=SCHEDULE['metapipeline'])",
+            f"def {self.p.name}({', '.join(sig)}):",
+        ]
         for p in self.p.pats:
             lines.append(f"    {', '.join(p.outs)} = {self.hw_pat(p)}")
         lines.append(f"    return {', '.join(outs)}")
-        lines += ["", "", f"kernel = {self.p.name}", "", "",
-                  f"def reference({', '.join(names)}):",
-                  '    """Plain numpy over numpy scalars (NEP 50), independent of hwgen."""']
+        lines += [
+            "",
+            "",
+            f"kernel = {self.p.name}",
+            "",
+            "",
+            f"def reference({', '.join(names)}):",
+            '    """Plain numpy over numpy scalars (NEP 50), independent of hwgen."""',
+        ]
         for a in arrs:
             if a.dtype == "fx":
                 lines.append(f"    {a.name} = fxin({a.name})")
@@ -411,7 +428,7 @@ class Renderer:
         return f"rng.integers({lo}, {hi}, {shape!r}, dtype={np_dtype(dt)}, endpoint=True)"
 
 
-MAIN = '''\
+MAIN = """\
 if __name__ == "__main__":  # golden model vs reference, then Verilator with `--rtl`
     import sys
     args = inputs()
@@ -428,7 +445,7 @@ if __name__ == "__main__":  # golden model vs reference, then Verilator with `--
         sim = r.outputs if isinstance(r.outputs, tuple) else (r.outputs,)
         for k, (g, s) in enumerate(zip(got, sim)):
             print(f"result {k} in Verilator: {'ok' if np.array_equal(g, s) else 'MISMATCH'}\\n  {s!r}")
-        print(f"cycles {r.cycles}, predicted {r.predicted_cycles}")'''
+        print(f"cycles {r.cycles}, predicted {r.predicted_cycles}")"""
 
 
 def render(prog: Prog, schedule=None, input_seed=None, variant=None) -> str:

@@ -7,7 +7,6 @@ import hashlib
 import importlib.util
 import os
 import random
-import sys
 import tempfile
 import traceback
 from pathlib import Path
@@ -27,17 +26,25 @@ WORK = Path(os.environ.get("HWGEN_FUZZ_DIR", Path(tempfile.gettempdir()) / "hwge
 
 # Finding classes. "refused" (a HwgenError for a schedule or program the compiler does not
 # support) is not a finding; any other exception where a HwgenError is expected is.
-FINDINGS = ["golden-mismatch", "golden-crash", "loopir-mismatch", "lower-crash",
-            "hw-mismatch", "sim-error", "rtl-crash", "model-miss"]
+FINDINGS = [
+    "golden-mismatch",
+    "golden-crash",
+    "loopir-mismatch",
+    "lower-crash",
+    "hw-mismatch",
+    "sim-error",
+    "rtl-crash",
+    "model-miss",
+]
 
 
 class Outcome:
     def __init__(self):
-        self.cls = None          # the first finding's class, or None
+        self.cls = None  # the first finding's class, or None
         self.detail = ""
         self.schedule = None
-        self.notes = []          # (counter, value) pairs for the statistics
-        self.variant = None      # the last Verilator run: (variant, DRAM settings, input-seed offset)
+        self.notes = []  # (counter, value) pairs for the statistics
+        self.variant = None  # the last Verilator run: (variant, DRAM settings, input-seed offset)
 
     def finding(self, cls, detail, schedule=None):
         if self.cls is None:
@@ -143,8 +150,17 @@ def excluded_schedule(prog: Prog, schedule: dict, excluded) -> str | None:
     return None
 
 
-def check(prog: Prog, seed: int, index: int, n_schedules=2, rtl=False, fixed_schedule=None,
-          excluded=frozenset(KNOWN_BUGS), only=None, plan=None) -> Outcome:
+def check(
+    prog: Prog,
+    seed: int,
+    index: int,
+    n_schedules=2,
+    rtl=False,
+    fixed_schedule=None,
+    excluded=frozenset(KNOWN_BUGS),
+    only=None,
+    plan=None,
+) -> Outcome:
     """Everything for one program. fixed_schedule: check only that schedule (the minimizer);
     only: stop at the stage that gives this finding class."""
     out = Outcome()
@@ -183,8 +199,12 @@ def check(prog: Prog, seed: int, index: int, n_schedules=2, rtl=False, fixed_sch
         return out
     kernel = mod.kernel
     r = random.Random(seed * 7919 + index)
-    schedules = [fixed_schedule] if fixed_schedule is not None else \
-        [{"tile": {}, "par": {}, "metapipeline": False}] + [random_schedule(r, kernel, prog) for _ in range(n_schedules - 1)]
+    schedules = (
+        [fixed_schedule]
+        if fixed_schedule is not None
+        else [{"tile": {}, "par": {}, "metapipeline": False}]
+        + [random_schedule(r, kernel, prog) for _ in range(n_schedules - 1)]
+    )
     accepted = []
     for sched in schedules:
         bug = excluded_schedule(prog, sched, excluded)
@@ -221,7 +241,7 @@ def check(prog: Prog, seed: int, index: int, n_schedules=2, rtl=False, fixed_sch
         return out
     sched, k = accepted[-1]
     out.note("verilator")
-    for run in (plan or sim_plan(seed, index)):
+    for run in plan or sim_plan(seed, index):
         variant, dram, offset = run
         if offset:
             args_n = mod.inputs(prog.input_seed + offset)
@@ -235,8 +255,9 @@ def check(prog: Prog, seed: int, index: int, n_schedules=2, rtl=False, fixed_sch
         out.note("variant:" + variant)
         out.variant = run
         try:
-            sim = simulate(k, args_n, dram=hw.DramConfig(**dram), seed=index + offset,
-                           runs=2 if variant == "runs2" else 1)
+            sim = simulate(
+                k, args_n, dram=hw.DramConfig(**dram), seed=index + offset, runs=2 if variant == "runs2" else 1
+            )
         except hw.SimulationError as e:
             out.finding("sim-error", str(e), sched)
             return out
