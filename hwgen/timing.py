@@ -13,8 +13,7 @@ Fixed costs of the controllers and transfer units:
                   link_depth, link_send_cycle, link_cycles): hw/link.py
 
 Pipeline timing of a Pipe's datapath: at which stage each expression node is computed.
-Scheduling is as-soon-as-possible with
-chaining: a node is computed in the stage of its latest operand unless the combinational
+Scheduling is as-soon-as-possible with chaining: a node is computed in the stage of its latest operand unless the combinational
 depth in that stage would exceed `BUDGET`, in which case it moves one stage later (its
 operands are registered). A multiplier takes its operands from flip-flops (an operand made
 by logic in its stage is carried one stage later), registers them and then its product
