@@ -6,7 +6,8 @@ register and every output is registered and folded into the serial output, so no
 optimised away and no port needs a package pin. For ECP5 the kernel is elaborated again with its
 multipliers and block RAMs as MULT18X18D and DP16KD blocks whose registers are inside the block
 (hw/device.py). The netlist synthesized is kept beside the logs as `synth-<target>/<kernel>.v`.
-Resources are the kernel's own (Yosys counts the kernel's module tree, without the harness); Fmax is nextpnr's for the whole design.
+Resources are the kernel's own (Yosys counts the kernel's module tree, without the harness);
+Fmax is nextpnr's for the whole design.
 
 A design larger than the device is a `FitError` naming the resource and how far over it is, also
 when only nextpnr finds out (an iCE40 design too full to place). A tool that fails is a

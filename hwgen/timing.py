@@ -13,13 +13,13 @@ Fixed costs of the controllers and transfer units:
                   link_depth, link_send_cycle, link_cycles): hw/link.py
 
 Pipeline timing of a Pipe's datapath: at which stage each expression node is computed.
-Scheduling is as-soon-as-possible with chaining: a node is computed in the stage of its latest operand unless the combinational
-depth in that stage would exceed `BUDGET`, in which case it moves one stage later (its
-operands are registered). A multiplier takes its operands from flip-flops (an operand made
-by logic in its stage is carried one stage later), registers them and then its product
-(latency 2; 4 when wider than a DSP block); a product by a constant with several signed
-digits is a tree of adders, registered after each level, also from flip-flops; reads of
-register memories are combinational; a RAM read takes MemPlan.latency cycles.
+Scheduling is as-soon-as-possible with chaining: a node is computed in the stage of its latest
+operand unless the combinational depth in that stage would exceed `BUDGET`, in which case it
+moves one stage later (its operands are registered). A multiplier takes its operands from flip-
+flops (an operand made by logic in its stage is carried one stage later), registers them and
+then its product (latency 2; 4 when wider than a DSP block); a product by a constant with
+several signed digits is a tree of adders, registered after each level, also from flip-flops;
+reads of register memories are combinational; a RAM read takes MemPlan.latency cycles.
 
 Depth units: one 32-bit adder is 2, a LUT level (logic, a 2:1 mux) is 1; a stage holds 4
 (two adders, or an adder and two levels of logic: about 8 ns on an ECP5). A shift by a

@@ -4,10 +4,11 @@
 gives each PE its own interp.Evaluator (its blocks, its coordinates as the Params
 '%axis.<name>', the kernel's arguments, and the global arrays computed so far, including the
 results of any other shard_map the body reads, computed globally first), and evaluates the
-body's collectives in dependency order: a collective's operand is evaluated on every PE, the collective is computed across PEs
-with numpy (collective()), and each PE's result is stored in that PE's evaluator, so what
-follows reads it like any array. The body's results are then joined by `out_specs`; a mesh axis
-a spec leaves out takes the value of the PE with index 0 on that axis.
+body's collectives in dependency order: a collective's operand is evaluated on every PE, the
+collective is computed across PEs with numpy (collective()), and each PE's result is stored in
+that PE's evaluator, so what follows reads it like any array. The body's results are then joined
+by `out_specs`; a mesh axis a spec leaves out takes the value of the PE with index 0 on that
+axis.
 
 `collective(node, values, mesh)` works on `values`, one array per PE in PE-id order: it stacks
 them into (mesh axes..., local dims...), regroups them as (other PEs, group members, local
