@@ -263,7 +263,7 @@ class StoreUnit(_TileUnit):
     def elaborate(self, platform):
         m = Module()
         strides = _strides(self._dram_shape)
-        W, wb, L = self._words, self._word_bits, self.read_latency
+        W = self._words
         start, origin = self.origin_address(m)
         # with `spread`, both walks' counters are kept: Yosys would otherwise merge the two copies
         walk = _Beats(self._tile_shape, W, "q", attrs=KEEP if self.spread else None)
@@ -278,6 +278,33 @@ class StoreUnit(_TileUnit):
             self.set_index(m, self.port, lane, idx)
             lane_ok.append(inside)
         fetch = Signal()
+        flight = self._flight(m, walk, start, origin, strides, fetch, lane_ok)
+        accepted, out, depth = self._ring(m, flight)
+        # fetch while the ring has room for this beat and every beat still on its way: `owed`
+        # counts the beats fetched and not yet sent (those in flight plus those in the ring),
+        # kept in its own register so that `fetch`, which enables every index register, is
+        # one LUT from flip-flops
+        owed = Signal(range(depth + 1))
+        m.d.sync += owed.eq(owed + fetch - accepted)
+        m.d.comb += fetch.eq(fetching & (owed < depth))
+        with m.If(fetch):
+            walk.step(m)
+            with m.If(walk.last()):
+                m.d.sync += fetching.eq(0)
+        # done once the channel has taken the last beat out of the arbiter's request register
+        # (the register holds one beat, so while `last_queued` it is this store's last)
+        last_queued = Signal()
+        m.d.sync += self.done.eq(0)
+        with m.If(accepted & out[3]):
+            m.d.sync += last_queued.eq(1)
+        with m.If(last_queued & self.wr_sent):
+            m.d.sync += [last_queued.eq(0), self.done.eq(1)]
+        return m
+
+    def _flight(self, m, walk, start, origin, strides, fetch, lane_ok) -> list:
+        """Each fetched beat's (valid, DRAM address, mask, last[, keep]) registered along with
+        the tile's read latency: the list of those tuples, stage 0 (combinational) first."""
+        W, L = self._words, self.read_latency
         late_addr = None  # with `spread`: the address register that is flight stage 1's address
         if self.spread:  # a kept copy of the counters for the address alone (see the class doc)
             addr_walk = _Beats(self._tile_shape, W, "qa", attrs=KEEP)
@@ -316,6 +343,13 @@ class StoreUnit(_TileUnit):
                 regs = (regs[0], late_addr, *regs[2:])
             m.d.sync += [a.eq(b) for a, b in zip(regs, flight[-1]) if a is not late_addr]
             flight.append(regs)
+        return flight
+
+    def _ring(self, m, flight) -> tuple:
+        """The ring of read latency + 2 beats between the tile and the channel: each beat
+        arriving from the tile goes in, the oldest goes out to `wr`. (accepted, the oldest
+        beat's (addr, data, mask, last), depth)."""
+        W, wb, L = self._words, self._word_bits, self.read_latency
         arr_valid, arr_addr, arr_mask, arr_last = flight[-1][:4]
         words = [getattr(self.port, f"d{lane}") for lane in range(self.lanes)]
         if self.store.limit is not None:
@@ -374,23 +408,4 @@ class StoreUnit(_TileUnit):
         with m.If(accepted):
             m.d.sync += [head.eq(head.rotate_left(1)) for head in heads]
         m.d.sync += count.eq(count + arr_valid - accepted)
-        # fetch while the ring has room for this beat and every beat still on its way: `owed`
-        # counts the beats fetched and not yet sent (those in flight plus those in the ring),
-        # kept in its own register so that `fetch`, which enables every index register, is
-        # one LUT from flip-flops
-        owed = Signal(range(depth + 1))
-        m.d.sync += owed.eq(owed + fetch - accepted)
-        m.d.comb += fetch.eq(fetching & (owed < depth))
-        with m.If(fetch):
-            walk.step(m)
-            with m.If(walk.last()):
-                m.d.sync += fetching.eq(0)
-        # done once the channel has taken the last beat out of the arbiter's request register
-        # (the register holds one beat, so while `last_queued` it is this store's last)
-        last_queued = Signal()
-        m.d.sync += self.done.eq(0)
-        with m.If(accepted & out[3]):
-            m.d.sync += last_queued.eq(1)
-        with m.If(last_queued & self.wr_sent):
-            m.d.sync += [last_queued.eq(0), self.done.eq(1)]
-        return m
+        return accepted, out, depth
