@@ -49,3 +49,14 @@ def test_par_without_a_tile_in_verilator():
     r = row_max.verify(x)
     np.testing.assert_array_equal(r.outputs, x.max(axis=1))
     assert r.cycles == r.predicted_cycles
+
+
+def test_bool_matmul_in_verilator():
+    @hw.kernel(metapipeline=False)  # fuzzer finding F2: the hardware once summed the products modulo 2
+    def both(a0: hw.Array[hw.bool_, 2, 3], a1: hw.Array[hw.bool_, 3, 2]):
+        return a0 @ a1
+
+    a0 = np.array([[1, 1, 0], [1, 0, 0]], dtype=bool)
+    a1 = np.array([[1, 0], [1, 1], [0, 0]], dtype=bool)
+    np.testing.assert_array_equal(both(a0, a1), a0 @ a1)
+    np.testing.assert_array_equal(both.verify(a0, a1).outputs, a0 @ a1)

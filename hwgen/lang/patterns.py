@@ -459,7 +459,9 @@ def matmul(a, b) -> ArrayVal:
     ai = tuple(iv[: a.ndim - 1]) + (kv,)
     bi = (kv,) + tuple(iv[a.ndim - 1 :])
     prod = binary("mul", a.elem(ai), b.elem(bi))
-    red = ir.Reduce((kd,), _strong(prod), ir.Combiner("add"), loc=loc)
+    body = _strong(prod)
+    # numpy's bool @ bool is the OR of the ANDs (its add of bools saturates): an OR reduction
+    red = ir.Reduce((kd,), body, ir.Combiner("or" if body.dtype.is_bool else "add"), loc=loc)
     fx = prod.fx
     if not dims:
         return Val(red, fx=fx)
