@@ -146,7 +146,10 @@ class _Runner:
     def apply(self, w: Write, idx, value, first) -> None:
         mem = self.mems[w.mem.name]
         if w.op is None:
-            mem[idx] = value
+            if idx:
+                mem[idx] = value
+            else:  # a scalar register: the last iteration's value
+                mem[()] = value[-1]
             return
         flat = np.ravel_multi_index(idx, mem.shape) if idx else np.zeros(len(value), dtype=np.int64)
         fold_into(self.ev, mem.reshape(-1), flat, value, first, w.op, w.mem.dtype)

@@ -252,3 +252,13 @@ def test_helper_over_two_extents():
     for tiles in ({}, {"i": 2}, {"i": 4, "r": 4}):
         got, _ = run_lowered(kernel, args, tiles)
         np.testing.assert_array_equal(got, want, err_msg=str(tiles))
+
+
+def test_a_scalar_result_computed_from_a_reduction_in_the_loop_interpreter():
+    @hw.kernel(metapipeline=False)  # fuzzer finding F1: the loop IR's interpreter once crashed here
+    def twice(x0: hw.Array[hw.int32, 8]) -> hw.int32:
+        return hw.sum(8, lambda i: x0[i]) * 2
+
+    x = np.arange(8, dtype=np.int32) * 3 - 5
+    got, _ = run_lowered(twice, (x,), {})
+    assert got == twice(x) == np.int32(2 * x.sum())
