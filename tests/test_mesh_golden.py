@@ -4,6 +4,7 @@ written out PE by PE, independently of hwgen/mesh/spmd.py."""
 import re
 from pathlib import Path
 
+import markers
 import numpy as np
 import pytest
 
@@ -289,11 +290,10 @@ def test_show_ir_lists_the_per_pe_program():
             g = hw.all_gather(b, "y", axis=0, tiled=True)
             return hw.psum(g * t, "x"), hw.axis_index("x") + t
 
-        return hw.shard_map(body, mesh=M24, in_specs=(hw.P("x", "y"), hw.P()), out_specs=(hw.P(None, "y"), hw.P()))(
-            a, s
-        )
+        spmd = hw.shard_map(body, mesh=M24, in_specs=(hw.P("x", "y"), hw.P()), out_specs=(hw.P(None, "y"), hw.P()))
+        return spmd(a, s)  # L:show-call
 
-    line = k.fn.__code__.co_firstlineno + 5  # the hw.shard_map call
+    line = markers.line_of(__file__, "show-call")  # where the shard_map is applied
     assert k.show_ir().split("\n")[-7:] == [
         f"  shard_map0 on 2x4 torus (x, y) at line {line}",
         "    local %shard0.0: int32[4, 3] = a split by P('x', 'y')",
