@@ -1,4 +1,4 @@
-"""Meshes of processing elements (SPEC section 7): the mesh and its specs (mesh.py, specs.py),
+"""Meshes of processing elements (docs/mesh.md): the mesh and its specs (mesh.py, specs.py),
 per-PE programs (shard.py), collectives (collectives.py), their golden model (spmd.py), the
 kernel-level rules (checks.py) and their text for show_ir (show.py); hardware for the programs
 it supports, an all-reduce over a ring (hardware.py: the per-PE program, the ring plan, the

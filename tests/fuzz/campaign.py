@@ -163,10 +163,6 @@ def report(st: Stats, seed, log=print):
         ("simulations (each build also runs other inputs)", c["simulations"]),
         ("  with DRAM jitter (cycles not compared)", c["variant:jitter"]),
         ("  run twice without a reset", c["variant:runs2"]),
-        (
-            "model short under metapipelining (documented; runs, total cycles)",
-            f"{c['model-short-metapipeline']}, {c['model-short-cycles']}",
-        ),
     ] + [(f"finding: {k}", c[k]) for k in FINDINGS]
     w = max(len(r[0]) for r in rows)
     log("\n==== fuzz summary")
