@@ -22,6 +22,25 @@ def _width(bits: int) -> str:
     return f"[{bits - 1}:0] " if bits > 1 else ""
 
 
+def _channel_wires(addr: int, tag: int, words: int, word_bits: int) -> dict:
+    """The flat DRAM channel's signals (name after `mem__`) and their widths."""
+    return {
+        "rd_req__valid": 1,
+        "rd_req__ready": 1,
+        "rd_req__addr": addr,
+        "rd_req__tag": tag,
+        "rd_resp__valid": 1,
+        "rd_resp__ready": 1,
+        "rd_resp__data": words * word_bits,
+        "rd_resp__tag": tag,
+        "wr__valid": 1,
+        "wr__ready": 1,
+        "wr__addr": addr,
+        "wr__data": words * word_bits,
+        "wr__mask": words,
+    }
+
+
 def tb_verilog(design) -> str:
     """The Verilog test top for a built kernel (a `hwgen.build.Design`)."""
     top = design.component
@@ -54,21 +73,7 @@ def tb_verilog(design) -> str:
     for g in prog.groups:
         ports.append(f"output overflow_{g.name}")
         conns.append(f".overflow_{g.name}(overflow_{g.name})")
-    chan = {
-        "rd_req__valid": 1,
-        "rd_req__ready": 1,
-        "rd_req__addr": addr,
-        "rd_req__tag": tag,
-        "rd_resp__valid": 1,
-        "rd_resp__ready": 1,
-        "rd_resp__data": words * wb,
-        "rd_resp__tag": tag,
-        "wr__valid": 1,
-        "wr__ready": 1,
-        "wr__addr": addr,
-        "wr__data": words * wb,
-        "wr__mask": words,
-    }
+    chan = _channel_wires(addr, tag, words, wb)
     wires = [f"  wire {_width(bits)}m_{name};" for name, bits in chan.items()]
     conns += [f".mem__{name}(m_{name})" for name in chan]
     dram = [f".{name.replace('__', '_')}(m_{name})" for name in chan]
@@ -230,21 +235,7 @@ def mesh_tb_verilog(design) -> str:
     for name in layout.bases:
         ports.append(f"input {_width(addr)}base_{name}")
         conns.append(f".base_{name}(base_{name})")
-    chan = {
-        "rd_req__valid": 1,
-        "rd_req__ready": 1,
-        "rd_req__addr": addr,
-        "rd_req__tag": tag,
-        "rd_resp__valid": 1,
-        "rd_resp__ready": 1,
-        "rd_resp__data": words * wb,
-        "rd_resp__tag": tag,
-        "wr__valid": 1,
-        "wr__ready": 1,
-        "wr__addr": addr,
-        "wr__data": words * wb,
-        "wr__mask": words,
-    }
+    chan = _channel_wires(addr, tag, words, wb)
     wires, drams = [f"  wire {_width(p)}faults;", "  assign fault = |faults;"], []
     for k in range(p):
         wires += [f"  wire {_width(bits)}m{k}_{name};" for name, bits in chan.items()]
