@@ -453,22 +453,23 @@ def ring_round_cycles(ring) -> int:
 
 def ring_allreduce_cycles(ring, dram: DramConfig) -> int:
     """Cycles from the RingAllReduce unit's go to its done (hw/collective.py's docstring):
-    the load of round 0's slices (of all of the operand when it does not stream), R rounds,
-    the last round's last step of S words, then the write of the last round's slices (of
-    all of the result when it does not stream: the same number of beats)."""
-    first = ring.first_beats(dram.words_per_cycle)
-    return (first + dram.latency + RING_LOAD) + ring.rounds * ring_round_cycles(ring) + ring.slice + first + RING_STORE
+    the load of two slices per engine (of all of the operand when it does not stream), R
+    rounds, the last round's last step of S words, then the write of every engine's last
+    slice (of all of the result when it does not stream)."""
+    W = dram.words_per_cycle
+    load = ring.first_beats(W) + dram.latency + RING_LOAD
+    return load + ring.rounds * ring_round_cycles(ring) + ring.slice + ring.last_beats(W) + RING_STORE
 
 
 def predict_mesh(compiled, dram: DramConfig, ring) -> Prediction:
     """Cycles of a mesh kernel: every PE runs Seq[program, ring all-reduce] on the same
     timeline (SPMD on a ring: symmetric), and the mesh top adds a cycle to combine the PEs'
     done. Roofline: the largest of the per-PE compute and memory bounds and the link bound
-    2(p - 1)/p * n words over one link each way."""
+    2(p - 1)/p * n words over a PE's two outgoing links."""
     body = predict(compiled, dram)
     ring_cycles = ring_allreduce_cycles(ring, dram)
     cycles = body.cycles + ring_cycles + 1
-    link = math.ceil(2 * (ring.p - 1) * ring.n / ring.p)
+    link = math.ceil((ring.p - 1) * ring.n / ring.p)
     tree = {
         "unit": "seq",
         "stages": [
@@ -478,6 +479,7 @@ def predict_mesh(compiled, dram: DramConfig, ring) -> Prediction:
                 "all_reduce": ring.op,
                 "p": ring.p,
                 "words": ring.n,
+                "directions": ring.dirs,
                 "slice": ring.slice,
                 "rounds": ring.rounds,
                 "cycles": ring_cycles,

@@ -50,7 +50,8 @@ def test_ring2_psum_of_products_wraps_bit_exact_and_cycles_as_predicted():
         want = (a * b).reshape(p, n).sum(0, dtype=np.int32)
     sim = k.verify(a, b)  # against the golden model
     check(sim, want)  # and numpy
-    assert sim.design.report["collective"]["rounds"] == 4  # chunks of 128 in slices of 32
+    ring = sim.design.report["collective"]
+    assert (ring["directions"], ring["chunk"], ring["slice"], ring["rounds"]) == (2, 64, 8, 8)
     slow = k.verify(a, b, dram=DramConfig(latency=37))  # same build, another DRAM latency
     check(slow, want)
     assert slow.cycles > sim.cycles
@@ -74,7 +75,7 @@ def test_ring4_int16_psum_of_column_sums_in_slices_out_spec_split():
     sim = colsum.verify(x)
     check(sim, np.tile(total, p))
     ring = sim.design.report["collective"]
-    assert (ring["chunk"], ring["slice"], ring["rounds"]) == (64, 32, 2)
+    assert (ring["directions"], ring["chunk"], ring["slice"], ring["rounds"]) == (2, 32, 16, 2)
 
 
 def test_ring8_torus_pmax_latency_bound():
@@ -85,7 +86,8 @@ def test_ring8_torus_pmax_latency_bound():
         want = (a * b).reshape(p, n).max(0)
     sim = k.verify(a, b)
     check(sim, want)
-    assert sim.design.report["collective"]["slice"] == 8  # shorter than a hop: latency bound
+    ring = sim.design.report["collective"]
+    assert (ring["directions"], ring["slice"]) == (2, 4)  # shorter than a hop: latency bound
 
 
 def test_pmin_of_the_local_block_itself_one_word_chunks():
@@ -98,7 +100,37 @@ def test_pmin_of_the_local_block_itself_one_word_chunks():
     x = wide(16)
     sim = tiny.verify(x)
     check(sim, x.reshape(4, 4).min(0))
-    assert sim.design.report["collective"]["slice"] == 1
+    ring = sim.design.report["collective"]
+    assert (ring["directions"], ring["slice"]) == (1, 1)  # not whole beats: read whole, then the ring
+
+
+def test_both_ways_with_slices_of_part_of_a_beat():
+    """Chunks of 12 words on 8-word DRAM beats: no slice dividing a chunk is a whole number of
+    beats, so each half is read whole before its engine starts."""
+    k = dot_kernel(2, 48, latency=2)
+    a, b = wide(96), wide(96)
+    with np.errstate(over="ignore"):
+        want = (a * b).reshape(2, 48).sum(0, dtype=np.int32)
+    sim = k.verify(a, b, dram=DramConfig(words_per_cycle=8))
+    check(sim, want)
+    ring = sim.design.report["collective"]
+    assert (ring["directions"], ring["chunk"]) == (2, 12) and ring["slice"] % 8
+
+
+def test_one_way_ring_when_a_dram_beat_is_one_word():
+    """Both directions need beats of two words or more (the load feeds two engines); with one
+    word a beat the ring runs one way, streaming slice by slice."""
+    p, n = 4, 96
+    k = dot_kernel(p, n, latency=3, op="pmin")
+    a, b = wide(n * p), wide(n * p)
+    with np.errstate(over="ignore"):
+        want = (a * b).reshape(p, n).min(0)
+    sim = k.verify(a, b, dram=DramConfig(words_per_cycle=1))
+    check(sim, want)
+    ring = sim.design.report["collective"]
+    assert ring["directions"] == 1 and ring["rounds"] > 1
+    jittery = k.verify(a, b, dram=DramConfig(words_per_cycle=1, jitter=7), seed=5)
+    np.testing.assert_array_equal(jittery.outputs, want)
 
 
 def test_unsupported_mesh_programs_still_raise_with_the_users_line():
@@ -138,6 +170,8 @@ def test_mesh_verilog_lints_clean_and_every_pe_is_one_module(tmp_path):
     text = design.verilog
     assert text.count("module prod_pe(") == 1 and text.count("  prod_pe pe") == 4
     assert ".pe_x(2'd3)" in text
+    assert text.count("  prod_wire wire_") == 8  # a link each way between neighbours
+    assert ".prev_rx__valid(next_tx3_valid_rx)" in text and ".next_rx__valid(prev_tx1_valid_rx)" in text
     warnings = runner.lint(design.paths["verilog"], design.paths["waivers"])
     assert "%Warning" not in warnings and "%Error" not in warnings, warnings
 

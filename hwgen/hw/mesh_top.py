@@ -1,9 +1,11 @@
-"""The mesh top: p copies of one PE module on a one-way ring, as Verilog text.
+"""The mesh top: p copies of one PE module on a ring, as Verilog text.
 
-`mesh_top_verilog(name, pe, p, wire_name)` writes module `name`, which instantiates the PE
-module `<name>_pe` (a hw/top.py Top with a ring: every PE is this one module, its ring
-coordinate on its `pe_x` port) p times, and the link wire module `wire_name` (hw/link.py
-LinkWire) p times: PE k's `link_tx` -> wire k -> PE (k + 1) mod p's `link_rx`.
+`mesh_top_verilog(name, ports, p, pe_module, wire_module, link_bits)` writes module `name`,
+which instantiates the PE module `pe_module` (a hw/top.py Top with a ring: every PE is this
+one module, its ring coordinate on its `pe_x` port) p times, and one link wire module
+`wire_module` (hw/link.py LinkWire) per PE and direction the PE has ports for: PE k's
+`next_tx` -> wire -> PE (k + 1) mod p's `prev_rx`, and PE k's `prev_tx` -> wire -> PE
+(k - 1) mod p's `next_rx`.
 
 Ports: clk, rst; start (to every PE), done, busy, cycles, pe_done[p] (each PE's done);
 base_<array> (to every PE: every PE's arrays sit at the same addresses of its own DRAM);
@@ -55,27 +57,32 @@ def mesh_top_verilog(name: str, ports: list, p: int, pe_module: str, wire_module
         ");",
     ]
     xw = max(1, (p - 1).bit_length())
+    names = {n.split("__")[0] for n, _, _ in ports}
+    links = [(tx, rx, step) for tx, rx, step in (("next_tx", "prev_rx", 1), ("prev_tx", "next_rx", -1)) if tx in names]
     for k in range(p):
-        for s, b in (("valid", 1), ("data", link_bits), ("credit", 1)):
-            lines.append(f"  wire {_width(b)}t{k}_{s};")
-            lines.append(f"  wire {_width(b)}r{k}_{s};")
+        for tx, _, _ in links:
+            for s, b in (("valid", 1), ("data", link_bits), ("credit", 1)):
+                lines.append(f"  wire {_width(b)}{tx}{k}_{s};")  # PE k's sender side
+                lines.append(f"  wire {_width(b)}{tx}{k}_{s}_rx;")  # the receiver's side
     for k in range(p):
-        up = (k - 1) % p
         conns = [".clk(clk)", ".rst(rst)", ".start(start)", f".done(pe_done[{k}])", f".pe_x({xw}'d{k})"]
         conns += [f".{n}({n})" for n, _ in shared]
         conns += [f".{n}(mem_{k}__{n[len('mem__') :]})" for n, _, _ in chan]
-        conns += [f".link_tx__{s}(t{k}_{s})" for s in ("valid", "data", "credit")]
-        conns += [f".link_rx__{s}(r{up}_{s})" for s in ("valid", "data", "credit")]
+        for tx, rx, step in links:
+            up = (k - step) % p  # the PE whose sender feeds this PE's receiver
+            conns += [f".{tx}__{s}({tx}{k}_{s})" for s in ("valid", "data", "credit")]
+            conns += [f".{rx}__{s}({tx}{up}_{s}_rx)" for s in ("valid", "data", "credit")]
         known = {c[1 : c.index("(")] for c in conns}
         for n, b, inp in ports:  # outputs the top does not use (busy, cycles): to wires of their own
             if not inp and n not in known:
                 lines.append(f"  wire {_width(b)}pe{k}_{n};")
                 conns.append(f".{n}(pe{k}_{n})")
         lines += [f"  {pe_module} pe{k} (", ",\n".join("    " + c for c in conns), "  );"]
-        wconns = [".clk(clk)", ".rst(rst)"]
-        wconns += [f".tx__{s}(t{k}_{s})" for s in ("valid", "data", "credit")]
-        wconns += [f".rx__{s}(r{k}_{s})" for s in ("valid", "data", "credit")]
-        lines += [f"  {wire_module} wire{k} (", ",\n".join("    " + c for c in wconns), "  );"]
+        for tx, _, _ in links:
+            wconns = [".clk(clk)", ".rst(rst)"]
+            wconns += [f".tx__{s}({tx}{k}_{s})" for s in ("valid", "data", "credit")]
+            wconns += [f".rx__{s}({tx}{k}_{s}_rx)" for s in ("valid", "data", "credit")]
+            lines += [f"  {wire_module} wire_{tx}{k} (", ",\n".join("    " + c for c in wconns), "  );"]
     lines += [
         "  always @(posedge clk) begin",
         "    if (rst) begin",

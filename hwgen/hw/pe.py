@@ -17,8 +17,10 @@ Members:
 With a ring (`ring=`, a collective.RingPlan; mesh kernels, mesh/hardware.py) the root is
 Seq[program, RingAllReduce]: the unit (hw/collective.py, one more read and write client of the
 arbiter) starts when the program's root is done, and the PE is done when it is. Members then
-also: pe_x: In (the PE's ring coordinate), base_<result>: In(addr), link_tx: Out(link) and
-link_rx: In(link) (hw/link.py's wire side: the PE holds the LinkTx and the LinkRx).
+also: pe_x: In (the PE's ring coordinate), base_<result>: In(addr), and per direction of the
+ring a link pair (collective.ring_links: next_tx: Out(link) and prev_rx: In(link), and with a
+bidirectional ring also prev_tx and next_rx; hw/link.py's wire side: the PE holds the LinkTx
+and LinkRx of each).
 
 Timing: the root controller starts the cycle after `start`; `done` rises the cycle after the
 root reports done; `cycles` = root cycles + 1 (with a ring: + the unit's cycles).
@@ -34,7 +36,7 @@ from ..dram import DramConfig, word_bits
 from ..loops import Load, Loop, Parallel, Pipe, Store
 from ..passes.names import kind_of
 from . import memchannel
-from .collective import RingAllReduce
+from .collective import RingAllReduce, ring_links
 from .control import MetaLoop, SeqLoop
 from .control import Parallel as ParallelUnit
 from .datapath import dtype_shape
@@ -84,22 +86,13 @@ class PE(wiring.Component):
         readers = len(self.loads) + (ring is not None)
         self.tag_bits = memchannel.tag_bits_for(max(1, readers))
         if ring is not None:
-            self.coll = RingAllReduce(
-                ring.n,
-                ring.p,
-                ring.slice,
-                ring.op,
-                ring.dtype.bits,
-                ring.dtype.signed,
-                dram.words_per_cycle,
-                self.word_bits,
-                addr,
-            )
+            self.coll = RingAllReduce(ring, dram.words_per_cycle, self.word_bits, addr)
             self.unit_names.append("ring0")
             members["pe_x"] = In(range(ring.p))
             members[f"base_{ring.dst}"] = In(addr)
-            members["link_tx"] = Out(link_signature(ring.dtype.bits, 1))
-            members["link_rx"] = In(link_signature(ring.dtype.bits, 1))
+            for tx, rx in ring_links(ring):
+                members[tx] = Out(link_signature(ring.dtype.bits, 1))
+                members[rx] = In(link_signature(ring.dtype.bits, 1))
         members["mem"] = Out(memchannel.dram_port(addr, self.word_bits, dram.words_per_cycle, self.tag_bits))
         super().__init__(members)
 
@@ -191,8 +184,6 @@ class PE(wiring.Component):
         else:  # Seq[program, all-reduce]: the collective starts when the program is done
             ring = self.ring
             m.submodules.ring0 = coll = self.coll
-            m.submodules.ring_tx = tx = LinkTx(ring.dtype.bits, 1, ring.depth, ring.latency)
-            m.submodules.ring_rx = rx = LinkRx(ring.dtype.bits, 1, ring.depth, ring.latency)
             dst = Signal(self.dram.addr_bits, name=f"base_{ring.dst}_q")
             with m.If(self.start & ~self.busy):
                 m.d.sync += dst.eq(getattr(self, f"base_{ring.dst}"))
@@ -202,10 +193,13 @@ class PE(wiring.Component):
                 coll.src_base.eq(bases[ring.src]),
                 coll.dst_base.eq(dst),
             ]
-            wiring.connect(m, coll.tx, tx.i)
-            wiring.connect(m, rx.o, coll.rx)
-            wiring.connect(m, tx.link, wiring.flipped(self.link_tx))
-            wiring.connect(m, wiring.flipped(self.link_rx), rx.link)
+            for h, (txname, rxname) in enumerate(ring_links(ring)):
+                m.submodules[f"ring_tx{h}"] = tx = LinkTx(ring.dtype.bits, 1, ring.depth, ring.latency)
+                m.submodules[f"ring_rx{h}"] = rx = LinkRx(ring.dtype.bits, 1, ring.depth, ring.latency)
+                wiring.connect(m, getattr(coll, f"tx{h}"), tx.i)
+                wiring.connect(m, rx.o, getattr(coll, f"rx{h}"))
+                wiring.connect(m, tx.link, wiring.flipped(getattr(self, txname)))
+                wiring.connect(m, wiring.flipped(getattr(self, rxname)), rx.link)
             last = coll.done
         with m.If(last):
             m.d.sync += [self.busy.eq(0), self.done.eq(1)]

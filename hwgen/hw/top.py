@@ -21,7 +21,7 @@ PE is busy, `cycles` counts from `start` until every PE is done; PE k's channel 
 `mem_<k>`, its results `res_<r>_<k>` and `overflow_<g>_<k>`.
 
 `Top(compiled, dram, ring=plan)` wraps one PE with a ring all-reduce (pe.py) and also has its
-`pe_x`, `base_<result>`, `link_tx` and `link_rx`: the module a mesh top (mesh_top.py)
+`pe_x`, `base_<result>` and the link pairs of collective.ring_links: the module a mesh top (mesh_top.py)
 instantiates once per PE.
 
 Timing: the PEs' own (pe.py); with several PEs, `done` and `cycles` are combined one cycle
@@ -36,6 +36,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..dram import DramConfig
 from . import memchannel
+from .collective import ring_links
 from .datapath import dtype_shape
 from .pe import PE
 
@@ -68,7 +69,7 @@ class Top(wiring.Component):
                 members[f"overflow_{g.name}{suffix}"] = Out(1)
             members[f"mem{suffix}"] = Out(channel)
         if ring is not None:
-            for name in ("pe_x", f"base_{ring.dst}", "link_tx", "link_rx"):
+            for name in ("pe_x", f"base_{ring.dst}", *(n for pair in ring_links(ring) for n in pair)):
                 members[name] = first.signature.members[name]
         super().__init__(members)
 
@@ -100,8 +101,9 @@ class Top(wiring.Component):
                 pe.pe_x.eq(self.pe_x),
                 getattr(pe, f"base_{self.ring.dst}").eq(getattr(self, f"base_{self.ring.dst}")),
             ]
-            wiring.connect(m, pe.link_tx, wiring.flipped(self.link_tx))
-            wiring.connect(m, wiring.flipped(self.link_rx), pe.link_rx)
+            for tx, rx in ring_links(self.ring):
+                wiring.connect(m, getattr(pe, tx), wiring.flipped(getattr(self, tx)))
+                wiring.connect(m, wiring.flipped(getattr(self, rx)), getattr(pe, rx))
         if single:
             m.d.comb += [self.done.eq(self.pe.done), self.busy.eq(self.pe.busy), self.cycles.eq(self.pe.cycles)]
             return m

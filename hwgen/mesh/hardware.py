@@ -15,7 +15,9 @@ the DRAM beat's words dividing n and link words_per_cycle 1.
 
 Each PE runs the body as an ordinary kernel program over the local blocks, whose result v
 is stored to a DRAM array `partial`; then a RingAllReduce unit (hw/collective.py) reduces v
-around the ring into the kernel's result array. Every PE has the same DRAM layout.
+around the ring into the kernel's result array, half of it each way round the ring when the
+DRAM beat has at least two words and 2p divides n (ring_plan picks the directions and the
+slice with the fastest predicted cycles). Every PE has the same DRAM layout.
 """
 
 from __future__ import annotations
@@ -51,8 +53,9 @@ class MeshPlan:
         return self.mesh.size
 
 
-def plan(kernel, what: str) -> MeshPlan:  # noqa: C901  (one refusal per unsupported form)
-    """The kernel's mesh plan, or UnsupportedError saying why its hardware cannot be built."""
+def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per unsupported form)
+    """The kernel's mesh plan for DRAM `dram` (a DramConfig), or UnsupportedError saying why
+    its hardware cannot be built."""
     loc = kernel.schedule.loc
     mesh = kernel.mesh
     prog = kernel.program
@@ -134,10 +137,13 @@ def plan(kernel, what: str) -> MeshPlan:  # noqa: C901  (one refusal per unsuppo
         body = ir.Map((dim,), ir.Read(body, (ir.Index(dim.name),)), loc=coll.loc)
     partial = _fresh("partial", set(params) | {res.port.name})
     local = Program(prog.name, tuple(local_params), (Result(Port(partial, dtype, (n,)), body),), extents, prog.loc)
-    depth, most = ring_fifo(link.latency)
-    chunk = n // p
-    slice_words = max(d for d in range(1, min(chunk, most) + 1) if chunk % d == 0)
-    ring = RingPlan(n, p, slice_words, depth, link.latency, OPS[coll.kind], dtype, partial, res.port.name)
+    ring = ring_plan(n, p, link.latency, OPS[coll.kind], dtype, partial, res.port.name, dram)
+    if ring is None:
+        raise UnsupportedError(
+            f"cannot {what} kernel '{kernel.name}': the reduced length {n} must be a multiple of the "
+            f"DRAM beat ({dram.words_per_cycle} words)",
+            coll.loc,
+        )
     return MeshPlan(local, ring, mesh, in_specs, sm.out_specs[0])
 
 
@@ -162,19 +168,33 @@ def _fresh(name: str, taken: set) -> str:
     return out
 
 
-def check_words(kernel, mp: MeshPlan, words: int, what: str) -> None:
-    """The DRAM beat (`words` words) must divide the reduced length."""
-    if mp.ring.n % words:
-        raise UnsupportedError(
-            f"cannot {what} kernel '{kernel.name}': the reduced length {mp.ring.n} must be a multiple "
-            f"of the DRAM beat ({words} words)",
-            kernel.schedule.loc,
-        )
+def ring_plan(n: int, p: int, latency: int, op: str, dtype, src: str, dst: str, dram):
+    """The fastest RingPlan (by model.ring_allreduce_cycles) for an all-reduce of n words on
+    p PEs: one or two directions (two need beats of at least two words: the load must feed
+    both), and a slice dividing the chunk, at most ring_fifo's largest. None when the DRAM
+    beat does not divide a direction's n / dirs words."""
+    from ..model import ring_allreduce_cycles
+
+    depth, most = ring_fifo(latency)
+    W = dram.words_per_cycle
+    best = None
+    for dirs in (1, 2) if W >= 2 else (1,):
+        if n % (dirs * p) or (n // dirs) % W:
+            continue
+        chunk = n // dirs // p
+        for s in range(1, min(chunk, most) + 1):
+            if chunk % s == 0:
+                plan = RingPlan(n, p, s, depth, latency, op, dtype, src, dst, dirs)
+                key = (ring_allreduce_cycles(plan, dram), -dirs, -s)
+                if best is None or key < best[0]:
+                    best = (key, plan)
+    return best and best[1]
 
 
 def link_bound(ring: RingPlan) -> int:
-    """Cycles a one-way ring all-reduce needs at least: each PE sends 2(p-1)/p * n words."""
-    return math.ceil(2 * (ring.p - 1) * ring.n / ring.p)
+    """Cycles a ring all-reduce needs at least: each PE sends 2(p-1)/p * n words over its
+    two outgoing links (one to each neighbour), one word per cycle each."""
+    return math.ceil((ring.p - 1) * ring.n / ring.p)
 
 
 @dataclass
@@ -213,9 +233,8 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None) -> MeshDesig
     from ..verilog import to_verilog
 
     started = time.perf_counter()
-    mp = plan(kernel, what)
     dram = dram or DramConfig()
-    check_words(kernel, mp, dram.words_per_cycle, what)
+    mp = plan(kernel, what, dram)
     compiled = compile(mp.program, kernel.schedule, dram.words_per_cycle, show_ir)
     top = Top(compiled, dram, ring=mp.ring)
     name = kernel.name
@@ -234,12 +253,13 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None) -> MeshDesig
             "topology": mp.mesh.topology,
             "pes": mp.p,
         },
-        "link": {"latency": ring.latency, "words_per_cycle": 1, "fifo_depth": ring.depth},
+        "link": {"latency": ring.latency, "words_per_cycle": 1, "fifo_depth": ring.depth, "directions": ring.dirs},
         "collective": {
             "unit": "RingAllReduce",
             "op": ring.op,
             "words": ring.n,
-            "chunk": ring.n // ring.p,
+            "directions": ring.dirs,
+            "chunk": ring.chunk,
             "slice": ring.slice,
             "rounds": ring.rounds,
         },
