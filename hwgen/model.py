@@ -444,39 +444,66 @@ RING_STORE = 6  # the unit's cycles beyond the beats it writes after its last po
 
 
 def ring_round_cycles(ring) -> int:
-    """One round of the ring all-reduce (hw/collective.py), from its first send to the next
-    round's: 2p - 2 steps of max(S, F) each, F = L + RING_HOP (the next round's step 0 is
-    sent during this round's last step)."""
+    """One round of a ring collective (hw/collective.py), from its first send to the next
+    round's: T steps (2p - 2 for an all-reduce, else p - 1) of max(S, F) each, F = L +
+    RING_HOP (the next round's step 0 is sent during this round's last step)."""
     hop = ring.latency + RING_HOP
-    return (2 * ring.p - 2) * max(ring.slice, hop)
+    return ring.steps * max(ring.slice, hop)
 
 
-def ring_allreduce_cycles(ring, dram: DramConfig) -> int:
-    """Cycles from the RingAllReduce unit's go to its done (hw/collective.py's docstring):
+def ring_collective_cycles(ring, dram: DramConfig) -> int:
+    """Cycles from the RingCollective unit's go to its done (hw/collective.py's docstring):
     the load of two slices per engine (of all of the operand when it does not stream), R
     rounds, the last round's last step of S words, then the write of every engine's last
     slice (of all of the result when it does not stream)."""
     W = dram.words_per_cycle
     load = ring.first_beats(W) + dram.latency + RING_LOAD
-    return load + ring.rounds * ring_round_cycles(ring) + ring.slice + ring.last_beats(W) + RING_STORE
+    return load + ring_span(ring) + ring.last_beats(W) + RING_STORE
+
+
+def ring_span(ring) -> int:
+    """Cycles from a ring collective's first send to the cycle after its last pop: R rounds
+    and the last round's last step of S words. With one step a round (a reduce-scatter or
+    all-gather on 2 PEs) a round's send does not wait for a word received, so the send of
+    round j + 1 runs while round j's words arrive: round j's pops start once its send and
+    round j - 1's pops are done (the cycle after), and no earlier than F after its first send;
+    round j + 1's send starts with them (the recurrence below)."""
+    S, F = ring.slice, ring.latency + RING_HOP
+    if ring.steps > 1:
+        return ring.rounds * ring_round_cycles(ring) + S
+    send, last = 0, None  # round j's first send; round j - 1's last pop
+    for j in range(ring.rounds):
+        start = send + S - 1 if last is None else max(send + S - 1, last)  # its pops may start
+        last = max(send + F, start + 1) + S - 1
+        send = start + 1
+    return last + 1
+
+
+def ring_link_bound(ring) -> int:
+    """Cycles a ring collective of an n-word vector needs at least: each PE sends (p - 1)/p * n
+    words (twice that for an all-reduce: a reduce-scatter, then an all-gather) over its two
+    outgoing links, one word per cycle each."""
+    sends = (ring.p - 1) * ring.n * (2 if ring.kind == "all_reduce" else 1)
+    return math.ceil(sends / (2 * ring.p))
 
 
 def predict_mesh(compiled, dram: DramConfig, ring) -> Prediction:
-    """Cycles of a mesh kernel: every PE runs Seq[program, ring all-reduce] on the same
+    """Cycles of a mesh kernel: every PE runs Seq[program, ring collective] on the same
     timeline (SPMD on a ring: symmetric), and the mesh top adds a cycle to combine the PEs'
     done. Roofline: the largest of the per-PE compute and memory bounds and the link bound
-    2(p - 1)/p * n words over a PE's two outgoing links."""
+    (ring_link_bound)."""
     body = predict(compiled, dram)
-    ring_cycles = ring_allreduce_cycles(ring, dram)
+    ring_cycles = ring_collective_cycles(ring, dram)
     cycles = body.cycles + ring_cycles + 1
-    link = math.ceil((ring.p - 1) * ring.n / ring.p)
+    link = ring_link_bound(ring)
     tree = {
         "unit": "seq",
         "stages": [
             body.tree,
             {
                 "unit": "ring0",
-                "all_reduce": ring.op,
+                "collective": ring.kind,
+                "op": ring.op,
                 "p": ring.p,
                 "words": ring.n,
                 "directions": ring.dirs,

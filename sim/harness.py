@@ -282,7 +282,7 @@ class MeshLayout(Layout):
         ring = design.plan.ring
         self.arrays = list(design.program.drams)
         names = [(d.name, d.size, d.dtype, d.role if d.name != ring.src else "scratch") for d in self.arrays]
-        names.append((ring.dst, ring.n, ring.dtype, "out"))
+        names.append((ring.dst, ring.dst_words, ring.dtype, "out"))
         self.entries = names
         self.regions = []
         addr = ALIGN

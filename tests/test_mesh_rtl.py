@@ -104,9 +104,9 @@ def test_pmin_of_the_local_block_itself_one_word_chunks():
     assert (ring["directions"], ring["slice"]) == (1, 1)  # not whole beats: read whole, then the ring
 
 
-def test_both_ways_with_slices_of_part_of_a_beat():
-    """Chunks of 12 words on 8-word DRAM beats: no slice dividing a chunk is a whole number of
-    beats, so each half is read whole before its engine starts."""
+def test_one_way_when_half_chunks_are_not_whole_beats():
+    """48 words on 2 PEs over 8-word DRAM beats: both ways would need chunks of 12 words, not
+    whole beats, so the ring goes one way round, in chunks of 24."""
     k = dot_kernel(2, 48, latency=2)
     a, b = wide(96), wide(96)
     with np.errstate(over="ignore"):
@@ -114,12 +114,12 @@ def test_both_ways_with_slices_of_part_of_a_beat():
     sim = k.verify(a, b, dram=DramConfig(words_per_cycle=8))
     check(sim, want)
     ring = sim.design.report["collective"]
-    assert (ring["directions"], ring["chunk"]) == (2, 12) and ring["slice"] % 8
+    assert (ring["directions"], ring["chunk"]) == (1, 24)
 
 
 def test_one_way_ring_when_a_dram_beat_is_one_word():
-    """Both directions need beats of two words or more (the load feeds two engines); with one
-    word a beat the ring runs one way, streaming slice by slice."""
+    """Both directions need beats of four words or more (the DRAM side feeds two engines at
+    twice their rate); with one word a beat the ring runs one way, streaming slice by slice."""
     p, n = 4, 96
     k = dot_kernel(p, n, latency=3, op="pmin")
     a, b = wide(n * p), wide(n * p)
@@ -143,7 +143,7 @@ def test_unsupported_mesh_programs_still_raise_with_the_users_line():
     for method in ("build", "elaborate"):
         with pytest.raises(hw.UnsupportedError) as e:
             getattr(k, method)()
-        assert "must return hw.psum, hw.pmax or hw.pmin of an array" in e.value.message
+        assert "must return one collective of an array" in e.value.message
     with pytest.raises(hw.UnsupportedError):
         k.verify(np.zeros(64, np.int32))
     mesh2 = hw.Mesh((2, 2), ("x", "y"))
@@ -188,3 +188,51 @@ def test_a_hang_names_the_pes_not_done(monkeypatch):
         k.simulate(wide(512), wide(512))
     assert "did not finish within 60 cycles" in e.value.message
     assert "the mesh hangs; PE(s) 0, 1 of 2 not done" in e.value.message
+
+
+def gather_scatter_kernel(kind, p, m, latency, out, tiled=True):
+    mesh = hw.Mesh((p,), ("x",), topology="ring")
+
+    @hw.kernel(mesh=mesh, link=hw.LinkConfig(latency=latency))
+    def k(a: hw.Array[int32, m * p]):
+        def body(b):
+            v = hw.map(m, lambda i: b[i] * 3)
+            if kind == "psum_scatter":
+                return hw.psum_scatter(v, "x", tiled=True)
+            return hw.all_gather(v, "x", tiled=tiled)
+
+        return hw.shard_map(body, mesh=mesh, in_specs=hw.P("x"), out_specs=out)(a)
+
+    return k
+
+
+@pytest.mark.parametrize("p, m, latency", [(4, 64, 8), (2, 64, 2), (8, 256, 3)])
+def test_psum_scatter_on_a_ring_each_pe_keeps_its_reduced_block(p, m, latency):
+    a = wide(m * p)
+    with np.errstate(over="ignore"):
+        want = (a * 3).reshape(p, m).sum(0, dtype=np.int32)
+    sim = gather_scatter_kernel("psum_scatter", p, m, latency, hw.P("x")).verify(a)
+    check(sim, want)  # the blocks, concatenated, are the whole reduced vector
+    ring = sim.design.report["collective"]
+    assert ring["kind"] == "reduce_scatter" and ring["directions"] == 2
+
+
+@pytest.mark.parametrize(
+    "p, m, latency, tiled, words", [(8, 64, 8, True, 4), (2, 256, 1, True, 4), (4, 16, 1, False, 2)]
+)
+def test_all_gather_on_a_ring_tiled_and_stacked(p, m, latency, tiled, words):
+    a = wide(m * p)
+    with np.errstate(over="ignore"):
+        gathered = a * 3
+    sim = gather_scatter_kernel("all_gather", p, m, latency, hw.P(), tiled).verify(
+        a, dram=DramConfig(words_per_cycle=words)
+    )
+    check(sim, gathered if tiled else gathered.reshape(p, m))
+    assert sim.design.report["collective"]["directions"] == (2 if words >= 4 else 1)
+
+
+def test_all_gather_needs_beats_of_two_words():
+    k = gather_scatter_kernel("all_gather", 4, 16, 1, hw.P())
+    with pytest.raises(hw.UnsupportedError) as e:
+        k.elaborate(dram=DramConfig(words_per_cycle=1))
+    assert "an all-gather needs beats of at least 2 words" in e.value.message

@@ -1,66 +1,74 @@
-"""Collective units of a mesh PE: `RingAllReduce`, an all-reduce over a ring, one way or both.
+"""Collective units of a mesh PE: `RingCollective`, an all-reduce, reduce-scatter or all-gather
+over a ring, one way round or both.
 
 The unit is a client of the PE's DRAM arbiter (one read client, one write client, like a
 LoadUnit and a StoreUnit) and drives one ring link pair per direction (LinkTx / LinkRx,
-hw/link.py). Every PE runs the same unit; its ring coordinate `pe_x` is an input port,
+hw/link.py). Every PE runs the same unit; its ring coordinate x (`pe_x`, an input port) is
 sampled at `go`.
 
-Data: a local vector of `n` words at `src_base` in DRAM; the reduced vector goes to
-`dst_base`. With `dirs` = 2 (a bidirectional ring) the first half of the vector goes round
-one way (engine 0: to the next PE, x + 1, from the previous one) and the second half the
-other way (engine 1: to the previous PE, from the next one; it runs the same algorithm in the
-mirrored coordinate (p - x) mod p), so each half uses its own links. Per engine: its half of
-n / dirs words is p chunks of C words; a slice is S words of a chunk; round j works on the
-slices j*S .. j*S + S - 1 of every chunk.
+Data: the whole vector has `n` words in p blocks, block c for PE c. The operand is at
+`src_base` in DRAM: every block (all-reduce, reduce-scatter) or the PE's own block x
+(all-gather); the result goes to `dst_base`: every block (all-reduce, all-gather) or block x,
+reduced (reduce-scatter). With `dirs` = 2 (a bidirectional ring) the first half of every
+block goes round one way (engine 0: to the next PE, x + 1, from the previous one) and the
+second half the other way (engine 1: to the previous PE, from the next one), each on its own
+links. An engine's chunk c is its half of block c (C words); a slice is S words of a chunk;
+round j works on the slices j*S .. j*S + S - 1 of every chunk. Chunk arithmetic is mod p and
+goes down for engine 0 (chunk(k) = x - k) and up for engine 1 (chunk(k) = x + k).
 
-    LOAD    the engines' halves stream in item by item, an item being one slice of one chunk
-            in the order its engine reads them (round by round; in a round, chunks x - 1,
-            x - 2, ..., x of the engine's coordinate x); items of the engines alternate, one
-            item of each in turn. One read request per cycle, each response written to its
-            row of the engine's buffer (rows of the W words of a DRAM beat). The ring starts
-            once every engine's first two items are in; the rest arrive at W / dirs words a
-            cycle per engine, ahead of the ring (it reads at most one word a cycle). When a
-            slice is not a whole number of beats the vector is read whole first, in order.
-    RING    R = C / S rounds. Per engine two parts:
-      send  step 0: push the S words of chunk (x - 1) mod p to the link, one per cycle;
-            round j + 1's runs during round j's last step (which neither reads nor sends)
-      fwd   once its round's step 0 is sent, pop the 2(p-1)S words the upstream PE sends,
-            in order; the word k of step s belongs to chunk (x - s - 2) mod p:
-              s <  p - 2        reduce-scatter: send (received op local) on as step s + 1
-              s == p - 2        last reduce-scatter step: the chunk is reduced; keep it and
-                                send it on (all-gather step p - 1)
-              p - 2 < s < 2p-3  all-gather: keep the received word and send it on
-              s == 2p - 3       all-gather, last step: keep it
+    LOAD    the operand streams in item by item, an item being one slice of one chunk in the
+            order its engine reads them: round by round, chunks chunk(1), chunk(2), ...,
+            chunk(p) (chunk(0) only, for an all-gather); items of the engines alternate.
+            One read request per cycle, each response written to its row of the engine's
+            buffer (rows of the W words of a DRAM beat, the whole vector's chunks in order).
+            The ring starts once every engine's first two items are in; the rest arrive at
+            W / dirs words a cycle per engine, ahead of the ring (it reads at most one word a
+            cycle). When a slice is not a whole number of beats, the operand is read whole
+            first (chunk by chunk; for a one-way all-reduce whose chunks are not whole beats
+            either, in order).
+    RING    R = C / S rounds, each of T steps (T = 2p - 2 for an all-reduce, p - 1 for the
+            others). Per engine two parts:
+      send  step 0: push the S words of chunk(1) (all-gather: chunk(0), its own) to the
+            link, one per cycle; round j + 1's runs during round j's last step (which never
+            sends; the send part has a read port of its own)
+      fwd   once its round's step 0 is sent, pop the T S words the upstream PE sends, in
+            order; step s's words belong to chunk(s + 2) (all-gather: chunk(s + 1)):
+              all-reduce       s < p - 2: reduce-scatter, send (received op local) on;
+                               s = p - 2: the chunk is reduced, keep it and send it on;
+                               p - 2 < s < 2p - 3: all-gather, keep it and send it on;
+                               s = 2p - 3: keep it
+              reduce-scatter   s < p - 2: send (received op local) on; s = p - 2: keep
+                               (received op local), the PE's own chunk(0)
+              all-gather       s < p - 2: keep it and send it on; s = p - 2: keep it
             A word that needs the local value waits until its item is loaded (never, with
             fixed DRAM latency).
     DRAIN   wait until every word sent has left for the link
-    STORE   wait until the result is written to dst_base: a store engine (a read port of
-            each buffer) writes each final slice (steps p - 2 .. 2p - 3 of a round), one beat
-            per cycle, from two cycles after its last word is written, the engines' slices in
-            turn; when the vector was read whole, all of it once the ring is done
+    STORE   wait until the result is written to dst_base: a store part (a read port of
+            each buffer) writes each slice of the result once it is final (a step that
+            keeps it ends; the own slice of an all-gather when its round starts), one beat
+            per cycle from two cycles after its last word is written, the engines' slices in
+            turn; when the operand was read whole, the whole result once the ring is done
 
 A popped (or, by the send part, a read) word reads the buffer in cycle t; in t + 1 the ALU
 (`op`: wrapping add, signed/unsigned max or min, one LUT level of logic, no register)
 combines it and pushes the result into a 4-deep link FIFO and writes the buffer. Words are
-popped or read only while that FIFO, counting the word in flight, has room, so the link's
+popped or read only while that FIFO, counting the words in flight, has room, so the link's
 backpressure never loses a word.
 
-Timing (model.ring_allreduce_cycles restates it; simulation checks it to the cycle). DRAM
+Timing (model.ring_collective_cycles restates it; simulation checks it to the cycle). DRAM
 latency Lm, link latency L, W words per DRAM beat, F = L + RING_HOP (4) the hop from a PE's
 pop of a word to its neighbour's pop of the word it sends on: popped in t, pushed in t + 1,
 into LinkTx in t + 2, on the wire from t + 3, in the receiver's output register L cycles
 later, popped in t + 4 + L. Every PE runs the same timeline (SPMD, same DRAM latency) and
 both engines run in step, so:
 
-    go -> first send     first + Lm + RING_LOAD (4), first = 2 * dirs * S / W beats (two
-                         items per engine) when streaming, else n / W: BASES, then one
-                         request per cycle, each answered Lm + 2 cycles later through the
-                         arbiter's registers
-    one round            (2p - 2) * max(S, F), from its first send to the next round's
+    go -> first send     first + Lm + RING_LOAD (4), first = RingPlan.first_beats: BASES,
+                         then one request per cycle, each answered Lm + 2 cycles later
+                         through the arbiter's registers
+    one round            T * max(S, F), from its first send to the next round's
     the last round       + S: its last step's S words
-    last pop -> done     last + RING_STORE (6), last = dirs * S / W beats (every engine's
-                         last slice) when streaming, else n / W: one row read and one DRAM
-                         write per cycle; done once the channel has taken the last
+    last pop -> done     last + RING_STORE (6), last = RingPlan.last_beats: one row read and
+                         one DRAM write per cycle; done once the channel has taken the last
 
 The receive FIFO holds D >= S + L + 2 words, so credits never stall the sender (the step-0
 words wait in the FIFO until its owner pops them; their credits take L cycles back), and a
@@ -89,10 +97,11 @@ OPS = ("add", "max", "min")
 
 @dataclass(frozen=True)
 class RingPlan:
-    """A PE's ring all-reduce: `n` words of `dtype` over `p` PEs with operation `op`, from
-    the DRAM array `src` (the body's result) to the DRAM array `dst` (the kernel's result),
-    in slices of `slice` words, over `dirs` directions (1: one way; 2: half the vector each
-    way) of links of `latency` cycles with receive FIFOs of `depth` beats."""
+    """A PE's ring collective (`kind`: "all_reduce", "reduce_scatter" or "all_gather") of a
+    vector of `n` words of `dtype` over `p` PEs with operation `op`, from the DRAM array `src`
+    (the body's result) to the DRAM array `dst` (the kernel's result), in slices of `slice`
+    words, over `dirs` directions (1: one way; 2: half of every block each way) of links of
+    `latency` cycles with receive FIFOs of `depth` beats (see RingCollective)."""
 
     n: int
     p: int
@@ -104,11 +113,42 @@ class RingPlan:
     src: str
     dst: str
     dirs: int = 1
+    kind: str = "all_reduce"
 
     @property
     def half(self) -> int:
-        """Words per direction."""
+        """Words per direction of the whole (reduced or gathered) vector."""
         return self.n // self.dirs
+
+    @property
+    def steps(self) -> int:
+        """Steps a round pops: reduce-scatter then all-gather, or one of them."""
+        return 2 * self.p - 2 if self.kind == "all_reduce" else self.p - 1
+
+    @property
+    def loads_all(self) -> bool:
+        """Whether the operand has every chunk (else only the PE's own: all-gather)."""
+        return self.kind != "all_gather"
+
+    @property
+    def stores_all(self) -> bool:
+        """Whether the result has every chunk (else only the PE's own: reduce-scatter)."""
+        return self.kind != "reduce_scatter"
+
+    @property
+    def src_words(self) -> int:
+        """Words of the operand on a PE."""
+        return self.n if self.loads_all else self.n // self.p
+
+    @property
+    def dst_words(self) -> int:
+        """Words of the result on a PE."""
+        return self.n if self.stores_all else self.n // self.p
+
+    def by_chunk(self, words: int) -> bool:
+        """Whether the DRAM side moves whole chunks (each a whole number of beats), in the
+        engines' chunk order; else (one way, all-reduce) the vector in order."""
+        return self.dirs > 1 or self.kind != "all_reduce" or self.chunk % words == 0
 
     @property
     def chunk(self) -> int:
@@ -119,17 +159,27 @@ class RingPlan:
         return self.chunk // self.slice
 
     def streams(self, words: int) -> bool:
-        """Whether the operand streams in slice by slice (see RingAllReduce): slices of
+        """Whether the operand streams in slice by slice (see RingCollective): slices of
         whole DRAM beats."""
         return self.slice % words == 0
 
+    def load_items(self) -> int:
+        """Slices of the operand per engine and round."""
+        return self.p if self.loads_all else 1
+
     def first_beats(self, words: int) -> int:
-        """DRAM beats read before the ring starts: two slices per engine when streaming, else all."""
-        return 2 * self.dirs * self.slice // words if self.streams(words) else self.n // words
+        """DRAM beats read before the ring starts: two slices per engine (one when there is
+        only one) when streaming, else the whole operand."""
+        if self.streams(words):
+            return min(2, self.rounds * self.load_items()) * self.dirs * self.slice // words
+        return self.n // words // (1 if self.loads_all else self.p)
 
     def last_beats(self, words: int) -> int:
-        """DRAM beats written after the last pop: every engine's last slice when streaming, else all."""
-        return self.dirs * self.slice // words if self.streams(words) else self.n // words
+        """DRAM beats written after the last pop: every engine's last slice when streaming,
+        else the whole result."""
+        if self.streams(words):
+            return self.dirs * self.slice // words
+        return self.n // words // (1 if self.stores_all else self.p)
 
 
 def ring_links(plan: RingPlan) -> list:
@@ -140,22 +190,29 @@ def ring_links(plan: RingPlan) -> list:
 
 OUT_FIFO = 4  # words between the ALU and the link sender
 STATES = ("IDLE", "BASES", "LOAD", "RING", "DRAIN", "STORE")
+KINDS = ("all_reduce", "reduce_scatter", "all_gather")
 
 
-class RingAllReduce(wiring.Component):
-    """See the module docstring: the all-reduce of `plan` (a RingPlan) with DRAM beats of
+class RingCollective(wiring.Component):
+    """See the module docstring: the collective of `plan` (a RingPlan) with DRAM beats of
     `words` words of `dram_bits` bits at `addr_bits`-bit word addresses."""
 
     def __init__(self, plan: RingPlan, words: int, dram_bits: int, addr_bits: int):
         n, p, S, H = plan.n, plan.p, plan.slice, plan.dirs
-        if plan.op not in OPS:
-            raise ValueError(f"unknown ring operation {plan.op!r}")
+        if plan.op not in OPS or plan.kind not in KINDS:
+            raise ValueError(f"unknown ring collective {plan.kind!r} / operation {plan.op!r}")
         if p < 2 or H not in (1, 2) or n % (p * H):
-            raise ValueError(f"a ring all-reduce of {n} words needs p >= 2 and 1 or 2 directions dividing it")
+            raise ValueError(f"a ring collective of {n} words needs p >= 2 and 1 or 2 directions dividing it")
         if plan.chunk % S:
             raise ValueError(f"slice {S} does not divide chunk {plan.chunk}")
         if words & (words - 1) or plan.half % words:
             raise ValueError(f"DRAM beats of {words} words must be a power of two dividing {plan.half}")
+        if (
+            not plan.by_chunk(words)
+            and (H > 1 or plan.kind != "all_reduce")
+            or (plan.by_chunk(words) and plan.chunk % words)
+        ):
+            raise ValueError(f"chunks of {plan.chunk} words are not whole DRAM beats of {words} words")
         self.plan = plan
         self.stream = plan.streams(words)
         self.bits, self.signed = plan.dtype.bits, plan.dtype.signed
@@ -185,10 +242,6 @@ class RingAllReduce(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        plan, W = self.plan, self.words
-        H = plan.dirs
-        rows = plan.half // W  # buffer rows per engine
-        items = plan.rounds * plan.p if self.stream else 1  # items per engine
         state = Signal(range(len(STATES)))
 
         def goto(name):
@@ -203,25 +256,25 @@ class RingAllReduce(wiring.Component):
         src, dst = Signal(self.addr_bits), Signal(self.addr_bits)
         ring, loading = Signal(), Signal()
         m.d.comb += [ring.eq(now("RING")), loading.eq(now("LOAD") | ring)]
-        engines = [_Engine(self, h, rows, items) for h in range(H)]
+        engines = [_Engine(self, h) for h in range(self.plan.dirs)]
         for e in engines:
             e.elaborate(m, ring)
-        load = _LoadStore(self, m, engines, rows, items)
+        mem = _LoadStore(self, m, engines)
 
         with m.If(now("IDLE")):
             with m.If(self.go):
                 m.d.sync += [src.eq(self.src_base), dst.eq(self.dst_base)]
                 for e in engines:
-                    e.start_at_go(m, self.pe_x)
-                load.reset_at_go(m)
+                    m.d.sync += [e.x.eq(self.pe_x), e.over.eq(0)]
+                mem.reset_at_go(m)
                 goto("BASES")
         with m.Elif(now("BASES")):
             for e in engines:
                 e.bases(m)
-            load.reset_walks(m)
+            mem.reset_walks(m)
             goto("LOAD")
         with m.Elif(now("LOAD")):
-            with m.If(load.ring_may_start()):
+            with m.If(mem.ring_may_start()):
                 for e in engines:
                     e.start_ring(m)
                 goto("RING")
@@ -232,10 +285,10 @@ class RingAllReduce(wiring.Component):
             with m.If(_all(e.idle for e in engines)):
                 goto("STORE")
         with m.Elif(now("STORE")):
-            with m.If(load.stored()):
+            with m.If(mem.stored()):
                 m.d.sync += done.eq(1)
                 goto("IDLE")
-        load.elaborate(loading, src, dst)
+        mem.elaborate(loading, src, dst)
         return m
 
 
@@ -246,55 +299,76 @@ def _all(values):
     return out
 
 
+def _items(plan: RingPlan, stream: bool, load: bool) -> int:
+    """Items of the operand (load) or of the result per engine: slices when streaming, else
+    chunks (one whole half when the chunks are not whole beats)."""
+    per_round = plan.load_items() if load else (plan.p if plan.stores_all else 1)
+    return plan.rounds * per_round if stream else per_round
+
+
 class _Engine:
     """One direction of the ring: its buffer (rows of W words), its send and forward parts,
-    the ALU stage and the FIFO to its link (see RingAllReduce). `loaded` (items of this
-    engine in the buffer) and `finished` (final items written) connect it to _LoadStore."""
+    the ALU stage and the FIFO to its link (see RingCollective). `loaded` (operand items of
+    this engine in the buffer) and `finished` (result items final) connect it to _LoadStore;
+    `sign` is the direction of its chunk arithmetic (-1: engine 0, +1: engine 1)."""
 
-    def __init__(self, unit: RingAllReduce, h: int, rows: int, items: int):
+    def __init__(self, unit: RingCollective, h: int):
         plan = unit.plan
-        p, C, S = plan.p, plan.chunk, plan.slice
-        self.unit, self.h, self.rows = unit, h, rows
+        p, C, S, ne = plan.p, plan.chunk, plan.slice, plan.half
+        self.unit, self.h, self.sign = unit, h, -1 if h == 0 else 1
+        self.rows = ne // unit.words
         self.tx, self.rx = getattr(unit, f"tx{h}"), getattr(unit, f"rx{h}")
-        ne = plan.half
-        self.buf = Memory(shape=unsigned(unit.words * unit.bits), depth=rows, init=[])
-        self.x = Signal(range(p), name=f"x{h}")  # the engine's coordinate
-        self.send_base = Signal(range(ne), name=f"send_base{h}")  # ((x - 1) mod p) * C
-        self.fwd_base = Signal(range(ne), name=f"fwd_base{h}")  # ((x - 2) mod p) * C
-        self.loaded = Signal(range(items + 1), name=f"loaded{h}")
-        self.finished = Signal(range(items + 1), name=f"finished{h}")
-        self.over = Signal(name=f"over{h}")  # the last round is done
-        self.ends = Signal(name=f"ends{h}")  # the last round ends in this cycle
-        self.idle = Signal(name=f"idle{h}")  # nothing in flight to the link
-        self.snd_on = Signal(name=f"snd_on{h}")
-        self.snd_ready = Signal(name=f"snd_ready{h}")
-        self.ks = Signal(range(max(2, S)), name=f"ks{h}")
-        self.snd_off = Signal(range(max(2, C)), name=f"snd_off{h}")
-        self.snd_need = Signal(range(items + p + 1), name=f"snd_need{h}")  # the send's item
-        self.fwd_on = Signal(name=f"fwd_on{h}")
-        self.k = Signal(range(max(2, S)), name=f"k{h}")
-        self.step = Signal(range(2 * p - 2), name=f"step{h}")
-        self.rnd = Signal(range(max(2, plan.rounds)), name=f"rnd{h}")
-        self.rnd_items = Signal(range(items + p + 1), name=f"rnd_items{h}")  # rnd * p
-        self.fwd_need = Signal(range(items + p + 1), name=f"fwd_need{h}")  # the popped step's item
-        self.off = Signal(range(max(2, C)), name=f"off{h}")
-        self.cbase = Signal(range(ne), name=f"cbase{h}")
+        self.buf = Memory(shape=unsigned(unit.words * unit.bits), depth=self.rows, init=[])
+        loads, stores = _items(plan, unit.stream, True), _items(plan, unit.stream, False)
+        self.stores = stores
 
-    def start_at_go(self, m, pe_x) -> None:
-        p = self.unit.plan.p
-        coord = pe_x if self.h == 0 else Mux(pe_x == 0, 0, p - pe_x)
-        m.d.sync += [self.x.eq(coord), self.over.eq(0)]
+        def sig(shape, name):
+            return Signal(shape, name=f"{name}{h}")
 
-    def chunk_base(self, back: int):
-        """((x - back) mod p) * C, from the coordinate register."""
+        self.x = sig(range(p), "x")  # the PE's coordinate
+        self.send_base = sig(range(ne), "send_base")  # the send's chunk * C
+        self.fwd_base = sig(range(ne), "fwd_base")  # step 0's chunk * C
+        self.loaded, self.finished = sig(range(loads + 1), "loaded"), sig(range(stores + 1), "finished")
+        self.over, self.ends, self.idle = sig(1, "over"), sig(1, "ends"), sig(1, "idle")
+        self.snd_on, self.snd_ready = sig(1, "snd_on"), sig(1, "snd_ready")
+        self.ks, self.snd_off = sig(range(max(2, S)), "ks"), sig(range(max(2, C)), "snd_off")
+        self.snd_need = sig(range(loads + p + 1), "snd_need")  # the item the send reads
+        self.fwd_on, self.k = sig(1, "fwd_on"), sig(range(max(2, S)), "k")
+        self.step, self.rnd = sig(range(max(2, plan.steps)), "step"), sig(range(max(2, plan.rounds)), "rnd")
+        self.rnd_items = sig(range(loads + p + 1), "rnd_items")  # the round's first item
+        self.fwd_need = sig(range(loads + p + 1), "fwd_need")  # the item the popped step reads
+        self.off, self.cbase = sig(range(max(2, C)), "off"), sig(range(ne), "cbase")
+        self.s1s, self.s1 = sig(1, "s1s"), sig(1, "s1")  # a send word / a popped word in stage 1
+
+    def chunk_base(self, k: int):
+        """chunk(k) * C = ((x + sign * k) mod p) * C, from the coordinate register."""
         p, C = self.unit.plan.p, self.unit.plan.chunk
-        out = (self.x - back) * C
-        for j in range(back):  # x == j: wrap round
-            out = Mux(self.x == j, (p - back + j) * C, out)
+        k %= p
+        if k == 0:
+            return self.x * C
+        if self.sign < 0:
+            out = (self.x - k) * C
+            for j in range(k):  # x == j: wrap round
+                out = Mux(self.x == j, (p - k + j) * C, out)
+            return out
+        out = (self.x + k) * C
+        for j in range(p - k, p):
+            out = Mux(self.x == j, (j + k - p) * C, out)
         return out
 
+    def next_chunk(self, cbase):
+        """The base of chunk(k + 1) from chunk(k)'s."""
+        p, C = self.unit.plan.p, self.unit.plan.chunk
+        if self.sign < 0:
+            return Mux(cbase == 0, (p - 1) * C, cbase - C)
+        return Mux(cbase == (p - 1) * C, 0, cbase + C)
+
     def bases(self, m) -> None:
-        m.d.sync += [self.send_base.eq(self.chunk_base(1)), self.fwd_base.eq(self.chunk_base(2))]
+        gather = self.unit.plan.kind == "all_gather"
+        m.d.sync += [
+            self.send_base.eq(self.chunk_base(0 if gather else 1)),
+            self.fwd_base.eq(self.chunk_base(1 if gather else 2)),
+        ]
 
     def start_ring(self, m) -> None:
         m.d.sync += [
@@ -309,65 +383,73 @@ class _Engine:
             self.off.eq(0),
         ]
 
+    def step_roles(self, step):
+        """(combine with the local word, write the buffer, push to the link, final) for a
+        word popped at `step` (see RingCollective)."""
+        plan = self.unit.plan
+        p, last = plan.p, plan.steps - 1
+        if plan.kind == "all_reduce":
+            return step <= p - 2, step >= p - 2, step < last, step >= p - 2
+        if plan.kind == "reduce_scatter":
+            return Const(1, 1), step == last, step < last, step == last
+        return Const(0, 1), Const(1, 1), step < last, Const(1, 1)
+
     def elaborate(self, m, ring) -> None:
-        unit, plan, h = self.unit, self.unit.plan, self.h
-        p, C, S, W, bits = plan.p, plan.chunk, plan.slice, unit.words, unit.bits
-        lw = (W - 1).bit_length()
-        stream = unit.stream
+        unit, plan, h, bits = self.unit, self.unit.plan, self.h, self.unit.bits
+        lw = (unit.words - 1).bit_length()
         m.submodules[f"buf{h}"] = buf = self.buf
-        rp = buf.read_port()
-        wp = buf.write_port(granularity=bits)
+        self.rs, self.rf = buf.read_port(), buf.read_port()  # the send's, the forward's
+        self.wp = buf.write_port(granularity=bits)
         self.lp = buf.write_port()  # DRAM responses: whole rows
         self.sp = buf.read_port()  # the store's
-        m.submodules[f"out{h}"] = out = SyncFIFO(width=bits, depth=OUT_FIFO)
-        # stage 1 (the cycle after a buffer read): a send word (s1s) or a popped word (s1)
-        s1s, s1s_sel = Signal(name=f"s1s{h}"), Signal(max(1, lw), name=f"s1s_sel{h}")
-        s1, s1_push, s1_write, s1_comb = (Signal(name=f"s1{s}{h}") for s in ("", "_push", "_write", "_comb"))
-        s1_row, s1_sel = Signal(range(max(2, self.rows)), name=f"s1_row{h}"), Signal(max(1, lw), name=f"s1_sel{h}")
-        s1_recv = Signal(bits, name=f"s1_recv{h}")
+        m.submodules[f"out{h}"] = self.out = SyncFIFO(width=bits, depth=OUT_FIFO)
+        self.row_of = (lambda a: a[lw:]) if lw else (lambda a: a)
+        self.sel_of = (lambda a: a[:lw]) if lw else (lambda a: Const(0, 1))
+        issue_s, issue_f, step_end, start = self._control(m, ring)
+        self._datapath(m, issue_s, issue_f)
+        # a result item is final two cycles after its last word is written
+        gather = plan.kind == "all_gather" and unit.stream
+        roles = self.step_roles(self.step)
+        final = (step_end & roles[3]) if unit.stream else self.ends
+        own = start if gather else Const(0, 1)  # an all-gather's own slice, as its round starts
+        f1, f2, o1, o2 = (Signal(name=f"{s}{h}") for s in ("final1_", "final2_", "own1_", "own2_"))
+        m.d.sync += [f1.eq(final), f2.eq(f1), o1.eq(own), o2.eq(o1)]
+        if unit.stream:
+            m.d.sync += self.finished.eq(self.finished + f2 + o2)
+        else:
+            with m.If(f2):
+                m.d.sync += self.finished.eq(self.stores)
+
+    def _control(self, m, ring):
+        """The send and forward parts; the send part of round j + 1 runs while the forward
+        part pops round j's last step (which never sends)."""
+        unit, plan, h = self.unit, self.unit.plan, self.h
+        S, last = plan.slice, plan.steps - 1
+        stream = unit.stream
         room = Signal(name=f"room{h}")
-        m.d.comb += [
-            room.eq(out.level + s1 + s1s < OUT_FIFO),
-            self.tx.valid.eq(out.r_rdy),
-            self.tx.payload.eq(out.r_data),
-            out.r_en.eq(self.tx.ready),
-            self.idle.eq(~s1 & ~s1s & ~out.r_rdy),
-        ]
-
-        def row_of(a):
-            return a[lw:] if lw else a
-
-        def sel_of(a):
-            return a[:lw] if lw else Const(0, 1)
-
-        # the send part and the forward part; the send part of round j + 1 runs while the
-        # forward part pops round j's last step (which neither reads the buffer nor sends)
+        m.d.comb += room.eq(self.out.level + self.s1 + self.s1s < OUT_FIFO)
+        comb = self.step_roles(self.step)[0]
         issue_s, issue_f = Signal(name=f"issue_s{h}"), Signal(name=f"issue_f{h}")
-        addr_s, addr_f = Signal(range(plan.half), name=f"addr_s{h}"), Signal(range(plan.half), name=f"addr_f{h}")
         snd_ok = (self.snd_need < self.loaded) if stream else Const(1, 1)
-        fwd_ok = ((self.step > p - 2) | (self.fwd_need < self.loaded)) if stream else Const(1, 1)
+        fwd_ok = (~comb | (self.fwd_need < self.loaded)) if stream else Const(1, 1)
         m.d.comb += [
-            addr_s.eq(self.send_base + self.snd_off + self.ks),
-            addr_f.eq(self.cbase + self.off + self.k),
             issue_s.eq(ring & self.snd_on & room & snd_ok),
             issue_f.eq(ring & self.fwd_on & room & self.rx.valid & fwd_ok),
             self.rx.ready.eq(issue_f),
         ]
-        names = ("send_last", "round_last", "enter_last", "step_end")
-        send_last, round_last, enter_last, step_end = (Signal(name=f"{s}{h}") for s in names)
+        names = ("send_last", "round_last", "step_end", "start")
+        send_last, round_last, step_end, start = (Signal(name=f"{s}{h}") for s in names)
         m.d.comb += [
             send_last.eq(issue_s & (self.ks == S - 1)),
             step_end.eq(issue_f & (self.k == S - 1)),
-            round_last.eq(step_end & (self.step == 2 * p - 3)),
-            enter_last.eq(step_end & (self.step == 2 * p - 4)),
+            round_last.eq(step_end & (self.step == last)),
             self.ends.eq(round_last & (self.rnd == plan.rounds - 1)),
+            start.eq((send_last | self.snd_ready) & (~self.fwd_on | round_last)),
         ]
         with m.If(issue_s):
             m.d.sync += self.ks.eq(Mux(self.ks == S - 1, 0, self.ks + 1))
             with m.If(self.ks == S - 1):
-                m.d.sync += [self.snd_on.eq(0), self.snd_need.eq(self.snd_need + p)]
-        with m.If(enter_last & (self.rnd != plan.rounds - 1)):  # the next round's step 0
-            m.d.sync += [self.snd_on.eq(1), self.snd_off.eq(self.off + S)]
+                m.d.sync += [self.snd_on.eq(0), self.snd_need.eq(self.snd_need + plan.load_items())]
         with m.If(issue_f):
             m.d.sync += self.k.eq(self.k + 1)
             with m.If(self.k == S - 1):
@@ -375,10 +457,10 @@ class _Engine:
                     self.k.eq(0),
                     self.step.eq(self.step + 1),
                     self.fwd_need.eq(self.fwd_need + 1),
-                    self.cbase.eq(Mux(self.cbase == 0, (p - 1) * C, self.cbase - C)),
+                    self.cbase.eq(self.next_chunk(self.cbase)),
                 ]
-        start = Signal(name=f"start{h}")
-        m.d.comb += start.eq((send_last | self.snd_ready) & (~self.fwd_on | round_last))
+        rnd, off = Signal.like(self.rnd, name=f"rnd_next{h}"), Signal.like(self.off, name=f"off_next{h}")
+        m.d.comb += [rnd.eq(self.rnd), off.eq(self.off)]
         with m.If(start):
             m.d.sync += [
                 self.fwd_on.eq(1),
@@ -389,11 +471,12 @@ class _Engine:
                 self.fwd_need.eq(self.rnd_items + 1),
             ]
             with m.If(round_last):
+                m.d.comb += [rnd.eq(self.rnd + 1), off.eq(self.off + S)]
                 m.d.sync += [
                     self.rnd.eq(self.rnd + 1),
                     self.off.eq(self.off + S),
-                    self.rnd_items.eq(self.rnd_items + p),
-                    self.fwd_need.eq(self.rnd_items + p + 1),
+                    self.rnd_items.eq(self.rnd_items + plan.load_items()),
+                    self.fwd_need.eq(self.rnd_items + plan.load_items() + 1),
                 ]
         with m.Elif(send_last):
             m.d.sync += self.snd_ready.eq(1)
@@ -401,61 +484,78 @@ class _Engine:
             m.d.sync += self.fwd_on.eq(0)
         with m.If(self.ends):
             m.d.sync += self.over.eq(1)
+        # the next round's send starts as the forward part enters its round's last step
+        if last == 0:
+            enter_last, nxt = start, off
+        else:
+            enter_last, nxt = step_end & (self.step == last - 1), self.off
+        with m.If(enter_last & (rnd != plan.rounds - 1)):
+            m.d.sync += [self.snd_on.eq(1), self.snd_off.eq(nxt + S)]
+        return issue_s, issue_f, step_end, start
 
-        with m.If(issue_s):
-            m.d.comb += rp.addr.eq(row_of(addr_s))
-        with m.Elif(issue_f):
-            m.d.comb += rp.addr.eq(row_of(addr_f))
-        last_rs = p - 2
+    def _datapath(self, m, issue_s, issue_f) -> None:
+        """Stage 0 reads the buffer (a send word on the send's port, a popped word on the
+        forward's); stage 1 is the ALU, the push to the link and the write back."""
+        unit, h, W, bits = self.unit, self.h, self.unit.words, self.unit.bits
+        addr_s, addr_f = Signal.like(self.send_base, name=f"addr_s{h}"), Signal.like(self.cbase, name=f"addr_f{h}")
+        m.d.comb += [addr_s.eq(self.send_base + self.snd_off + self.ks), addr_f.eq(self.cbase + self.off + self.k)]
+        m.d.comb += [self.rs.addr.eq(self.row_of(addr_s)), self.rf.addr.eq(self.row_of(addr_f))]
+        comb, write, push, _ = self.step_roles(self.step)
+        s1_comb, s1_write, s1_push = Signal(name=f"s1_comb{h}"), Signal(name=f"s1_write{h}"), Signal(name=f"s1_push{h}")
+        s1s_sel, s1_sel = Signal(max(1, len(self.sel_of(addr_s))), name=f"s1s_sel{h}"), Signal.like(self.sel_of(addr_f))
+        s1_row, s1_recv = Signal.like(self.row_of(addr_f), name=f"s1_row{h}"), Signal(bits, name=f"s1_recv{h}")
         m.d.sync += [
-            s1s.eq(issue_s),
-            s1s_sel.eq(sel_of(addr_s)),
-            s1.eq(issue_f),
-            s1_row.eq(row_of(addr_f)),
-            s1_sel.eq(sel_of(addr_f)),
+            self.s1s.eq(issue_s),
+            s1s_sel.eq(self.sel_of(addr_s)),
+            self.s1.eq(issue_f),
+            s1_row.eq(self.row_of(addr_f)),
+            s1_sel.eq(self.sel_of(addr_f)),
             s1_recv.eq(self.rx.payload.as_value()),
         ]
         with m.If(issue_f):
-            m.d.sync += [
-                s1_comb.eq(self.step <= last_rs),
-                s1_write.eq(self.step >= last_rs),
-                s1_push.eq(self.step < 2 * p - 3),
-            ]
+            m.d.sync += [s1_comb.eq(comb), s1_write.eq(write), s1_push.eq(push)]
 
-        # stage 1: the ALU, the push to the link and the write back
-        def word(sel):
-            return rp.data.word_select(sel, bits) if W > 1 else rp.data
+        def word(port, sel):
+            return port.data.word_select(sel, bits) if W > 1 else port.data
 
         val = Signal(bits, name=f"val{h}")
-        m.d.comb += val.eq(Mux(s1_comb, unit.alu(s1_recv, word(s1_sel)), s1_recv))
-        m.d.comb += [out.w_en.eq(s1s | (s1 & s1_push)), out.w_data.eq(Mux(s1s, word(s1s_sel), val))]
-        with m.If(s1 & s1_write):
-            m.d.comb += [wp.addr.eq(s1_row), wp.data.eq(Cat(*([val] * W))), wp.en.eq((Const(1, W) << s1_sel)[:W])]
-
-        # a final item (slice) is written two cycles after its last pop
-        final = (step_end & (self.step >= last_rs)) if stream else self.ends
-        f1, f2 = Signal(name=f"final1_{h}"), Signal(name=f"final2_{h}")
-        m.d.sync += [f1.eq(final), f2.eq(f1)]
-        with m.If(f2):
-            m.d.sync += self.finished.eq(self.finished + 1)
+        out = self.out
+        m.d.comb += [
+            val.eq(Mux(s1_comb, unit.alu(s1_recv, word(self.rf, s1_sel)), s1_recv)),
+            out.w_en.eq(self.s1s | (self.s1 & s1_push)),
+            out.w_data.eq(Mux(self.s1s, word(self.rs, s1s_sel), val)),
+            self.tx.valid.eq(out.r_rdy),
+            self.tx.payload.eq(out.r_data),
+            out.r_en.eq(self.tx.ready),
+            self.idle.eq(~self.s1 & ~self.s1s & ~out.r_rdy),
+        ]
+        with m.If(self.s1 & s1_write):
+            m.d.comb += [
+                self.wp.addr.eq(s1_row),
+                self.wp.data.eq(Cat(*([val] * W))),
+                self.wp.en.eq((Const(1, W) << s1_sel)[:W]),
+            ]
 
 
 class _LoadStore:
-    """The unit's DRAM side: the load of every engine's half into its buffer, item by item in
-    turn, and the store of the final items from the buffers (see RingAllReduce)."""
+    """The unit's DRAM side: the load of the operand into the engines' buffers, item by item
+    in turn, and the store of the result's final items from the buffers (see RingCollective)."""
 
-    def __init__(self, unit: RingAllReduce, m, engines: list, rows: int, items: int):
-        plan = unit.plan
-        self.unit, self.m, self.engines, self.rows, self.items = unit, m, engines, rows, items
-        total = rows * plan.dirs  # beats of the whole vector
-        self.total = total
-        self.req, self.resp = Signal(range(total + 1), name="req"), Signal(range(total + 1), name="resp")
-        self.st_rd, self.st_sent = Signal(range(total + 1), name="st_rd"), Signal(range(total + 1), name="st_sent")
+    def __init__(self, unit: RingCollective, m, engines: list):
+        plan, W = unit.plan, unit.words
+        self.unit, self.m, self.engines = unit, m, engines
+        self.loads = plan.n // W // (1 if plan.loads_all else plan.p)  # beats of the operand
+        self.saves = plan.n // W // (1 if plan.stores_all else plan.p)  # beats of the result
+        self.req, self.resp = Signal(range(self.loads + 1), name="req"), Signal(range(self.loads + 1), name="resp")
+        self.st_rd, self.st_sent = (
+            Signal(range(self.saves + 1), name="st_rd"),
+            Signal(range(self.saves + 1), name="st_sent"),
+        )
         self.reqs = _Turns(unit, engines, "req", load=True)
         self.resps = _Turns(unit, engines, "resp", load=True)
         self.st_rows = _Turns(unit, engines, "st", load=False)
         self.wr_rows = _Turns(unit, engines, "wr", load=False)
-        self.first = plan.first_beats(unit.words)
+        self.first = plan.first_beats(W)
 
     def reset_at_go(self, m) -> None:
         m.d.sync += [self.req.eq(0), self.resp.eq(0), self.st_rd.eq(0), self.st_sent.eq(0)]
@@ -470,14 +570,14 @@ class _LoadStore:
         return self.unit.rd_resp.valid & (self.resp == self.first - 1)
 
     def stored(self):
-        return self.st_sent == self.total
+        return self.st_sent == self.saves
 
     def elaborate(self, loading, src, dst) -> None:
         m, unit, engines = self.m, self.unit, self.engines
         W, bits = unit.words, unit.bits
         # the load: one request per cycle from LOAD on, each response written to its row
         m.d.comb += [
-            unit.rd_req.valid.eq(loading & (self.req != self.total)),
+            unit.rd_req.valid.eq(loading & (self.req != self.loads)),
             unit.rd_req.addr.eq(src + self.reqs.dram_addr()),
         ]
         with m.If(unit.rd_req.valid & unit.rd_req.ready):
@@ -485,9 +585,9 @@ class _LoadStore:
             self.reqs.step(m)
         row = Cat(*(unit.rd_resp.data[j * unit.dram_bits : j * unit.dram_bits + bits] for j in range(W)))
         for h, e in enumerate(engines):
-            m.d.comb += [e.lp.addr.eq(self.resps.walks[h].row()), e.lp.data.eq(row)]
-            m.d.comb += e.lp.en.eq(unit.rd_resp.valid & self.resps.turn_is(h))
-            with m.If(unit.rd_resp.valid & self.resps.turn_is(h) & self.resps.walks[h].item_end()):
+            mine = unit.rd_resp.valid & self.resps.turn_is(h)
+            m.d.comb += [e.lp.addr.eq(self.resps.walks[h].row()), e.lp.data.eq(row), e.lp.en.eq(mine)]
+            with m.If(mine & self.resps.walks[h].item_end()):
                 m.d.sync += e.loaded.eq(e.loaded + 1)
         with m.If(unit.rd_resp.valid):
             m.d.sync += self.resp.eq(self.resp + 1)
@@ -495,15 +595,15 @@ class _LoadStore:
         m.d.comb += unit.rd_resp.ready.eq(1)
 
         # the store: buffer rows (a read port of each buffer) -> the write queue -> the
-        # arbiter, an item's rows once the item is final (its last write two cycles back)
+        # arbiter, an item's rows once the item is final
         m.submodules.wq = wq = SyncFIFO(width=W * unit.dram_bits, depth=4)
         st1, st1_turn = Signal(), Signal(range(max(2, len(engines))))
-        st_items = [Signal(range(self.items + 1), name=f"st_items{h}") for h in range(len(engines))]
+        st_items = [Signal(range(e.stores + 1), name=f"st_items{h}") for h, e in enumerate(engines)]
         may = Const(0, 1)
         for h, e in enumerate(engines):
             may = may | (self.st_rows.turn_is(h) & (st_items[h] < e.finished))
             m.d.comb += e.sp.addr.eq(self.st_rows.walks[h].row())
-        with m.If((self.st_rd != self.total) & (wq.level + st1 < 3) & may):
+        with m.If((self.st_rd != self.saves) & (wq.level + st1 < 3) & may):
             m.d.sync += [self.st_rd.eq(self.st_rd + 1), st1.eq(1), st1_turn.eq(self.st_rows.turn)]
             for h in range(len(engines)):
                 with m.If(self.st_rows.turn_is(h) & self.st_rows.walks[h].item_end()):
@@ -530,24 +630,28 @@ class _LoadStore:
 
 
 class _Turns:
-    """The beats of every engine's half in one order: an item (a slice; when not streaming,
-    the whole half) of engine 0, one of engine 1, ..., then the next item of each. Per
-    engine a _Walk; `turn` is the engine whose item is next. Load walks take an engine's
-    chunks in the order it reads them (x - 1, x - 2, ...), store walks in the order they
-    become final (x, x - 1, ...)."""
+    """The beats of every engine's items in one order: an item of engine 0, one of engine 1,
+    ..., then the next item of each. Per engine a _Walk; `turn` is the engine whose item is
+    next. Load walks take an engine's chunks in the order it reads them (chunk(1), chunk(2),
+    ...; an all-gather's chunk(0) only), store walks in the order they become final
+    (chunk(0), chunk(1), ...; a reduce-scatter's chunk(0) only)."""
 
-    def __init__(self, unit: RingAllReduce, engines: list, name: str, load: bool):
+    def __init__(self, unit: RingCollective, engines: list, name: str, load: bool):
+        plan = unit.plan
         self.unit, self.engines, self.load = unit, engines, load
-        self.walks = [_Walk(unit, f"{name}{h}") for h in range(len(engines))]
+        self.every = plan.loads_all if load else plan.stores_all  # the DRAM array has every block
+        self.walks = [_Walk(unit, e, f"{name}{e.h}", plan.p if self.every else 1) for e in engines]
         self.turn = Signal(range(max(2, len(engines))), name=f"{name}_turn")
 
     def turn_is(self, h: int):
         return self.turn == h if len(self.engines) > 1 else Const(1, 1)
 
     def reset(self, m) -> None:
+        plan = self.unit.plan
+        first = 1 if self.load and plan.kind != "all_gather" else 0
         m.d.sync += self.turn.eq(0)
         for e, walk in zip(self.engines, self.walks):
-            walk.reset(m, e.chunk_base(1 if self.load else 0) if self.unit.stream else 0)
+            walk.reset(m, e.chunk_base(first) if walk.by_chunk else 0)
 
     def step(self, m) -> None:
         H = len(self.engines)
@@ -559,31 +663,41 @@ class _Turns:
                         m.d.sync += self.turn.eq((h + 1) % H)
 
     def dram_addr(self):
-        """The word address, relative to the vector's base, of the next beat."""
-        half = self.unit.plan.half
-        out = self.walks[0].addr
-        for h in range(1, len(self.walks)):
-            out = Mux(self.turn == h, self.walks[h].addr + h * half, out)
+        """The next beat's word address in the DRAM array (relative to its base): block c's
+        engine-h half at c * dirs * C + h * C when the array has every block, else at h * C."""
+        plan = self.unit.plan
+        out = None
+        for h, walk in enumerate(self.walks):
+            a = walk.inner + h * plan.chunk
+            if self.every:
+                a = a + (walk.cbase * plan.dirs if plan.dirs > 1 else walk.cbase)
+            out = a if out is None else Mux(self.turn == h, a, out)
         return out
 
 
 class _Walk:
-    """One engine's beats in item order: the beats of an item (a slice of S words of a
-    chunk; when not streaming, the whole half), the items of one round chunk after chunk
-    going down (mod p) from the first chunk, then the next round."""
+    """One engine's beats in item order: the beats of an item (a slice of S words of a chunk;
+    when not streaming, a whole chunk, or the whole half when chunks are not whole beats), the
+    `per_round` items of a round chunk after chunk from the first (engine.next_chunk), then
+    the next round."""
 
-    def __init__(self, unit: RingAllReduce, name: str):
+    def __init__(self, unit: RingCollective, engine: _Engine, name: str, per_round: int):
         plan, W = unit.plan, unit.words
-        self.W, self.p, self.C, self.S = W, plan.p, plan.chunk, plan.slice
-        self.item_beats = plan.slice // W if unit.stream else plan.half // W
-        self.per_round = plan.p if unit.stream else 1
+        self.engine, self.W, self.S = engine, W, plan.slice
+        self.by_chunk = plan.by_chunk(W)
+        if unit.stream:
+            self.item_beats = plan.slice // W
+        else:
+            self.item_beats = plan.chunk // W if self.by_chunk else plan.half // W
+            self.S = plan.chunk  # one "round" of whole chunks
+        self.per_round = per_round if self.by_chunk else 1
         ne = plan.half
         self.b = Signal(range(max(2, self.item_beats)), name=f"{name}_b")
         self.s = Signal(range(max(2, self.per_round)), name=f"{name}_s")
         self.first = Signal(range(ne + 1), name=f"{name}_first")  # the first chunk's base
         self.cbase = Signal(range(ne + 1), name=f"{name}_cbase")  # chunk * C
+        self.inner = Signal(range(ne + W), name=f"{name}_inner")  # round * S + b * W
         self.rbase = Signal(range(ne + 1), name=f"{name}_rbase")  # round * S
-        self.addr = Signal(range(ne + W), name=f"{name}_addr")  # cbase + rbase + b * W
 
     def reset(self, m, first) -> None:
         m.d.sync += [
@@ -592,28 +706,34 @@ class _Walk:
             self.first.eq(first),
             self.cbase.eq(first),
             self.rbase.eq(0),
-            self.addr.eq(first),
+            self.inner.eq(0),
         ]
 
     def row(self):
-        return self.addr[(self.W - 1).bit_length() :] if self.W > 1 else self.addr
+        """The buffer row of the next beat: (chunk * C + inner) / W."""
+        addr = self.cbase + self.inner
+        return addr[(self.W - 1).bit_length() :] if self.W > 1 else addr
 
     def item_end(self):
         return self.b == self.item_beats - 1
 
     def step(self, m) -> None:
         with m.If(~self.item_end()):
-            m.d.sync += [self.b.eq(self.b + 1), self.addr.eq(self.addr + self.W)]
+            m.d.sync += [self.b.eq(self.b + 1), self.inner.eq(self.inner + self.W)]
         with m.Elif(self.s != self.per_round - 1):
-            down = Mux(self.cbase == 0, (self.p - 1) * self.C, self.cbase - self.C)
-            m.d.sync += [self.b.eq(0), self.s.eq(self.s + 1), self.cbase.eq(down), self.addr.eq(down + self.rbase)]
+            m.d.sync += [
+                self.b.eq(0),
+                self.s.eq(self.s + 1),
+                self.cbase.eq(self.engine.next_chunk(self.cbase)),
+                self.inner.eq(self.rbase),
+            ]
         with m.Else():
             m.d.sync += [
                 self.b.eq(0),
                 self.s.eq(0),
                 self.cbase.eq(self.first),
                 self.rbase.eq(self.rbase + self.S),
-                self.addr.eq(self.first + self.rbase + self.S),
+                self.inner.eq(self.rbase + self.S),
             ]
 
 

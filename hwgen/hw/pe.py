@@ -15,7 +15,7 @@ Members:
     mem: Out(dram_port)     the DRAM channel: three typed streams (memchannel.dram_port)
 
 With a ring (`ring=`, a collective.RingPlan; mesh kernels, mesh/hardware.py) the root is
-Seq[program, RingAllReduce]: the unit (hw/collective.py, one more read and write client of the
+Seq[program, RingCollective]: the unit (hw/collective.py, one more read and write client of the
 arbiter) starts when the program's root is done, and the PE is done when it is. Members then
 also: pe_x: In (the PE's ring coordinate), base_<result>: In(addr), and per direction of the
 ring a link pair (collective.ring_links: next_tx: Out(link) and prev_rx: In(link), and with a
@@ -36,7 +36,7 @@ from ..dram import DramConfig, word_bits
 from ..loops import Load, Loop, Parallel, Pipe, Store
 from ..passes.names import kind_of
 from . import memchannel
-from .collective import RingAllReduce, ring_links
+from .collective import RingCollective, ring_links
 from .control import MetaLoop, SeqLoop
 from .control import Parallel as ParallelUnit
 from .datapath import dtype_shape
@@ -86,7 +86,7 @@ class PE(wiring.Component):
         readers = len(self.loads) + (ring is not None)
         self.tag_bits = memchannel.tag_bits_for(max(1, readers))
         if ring is not None:
-            self.coll = RingAllReduce(ring, dram.words_per_cycle, self.word_bits, addr)
+            self.coll = RingCollective(ring, dram.words_per_cycle, self.word_bits, addr)
             self.unit_names.append("ring0")
             members["pe_x"] = In(range(ring.p))
             members[f"base_{ring.dst}"] = In(addr)

@@ -14,15 +14,14 @@ with every kernel argument an array passed straight to the shard_map, p >= 2 div
 the DRAM beat's words dividing n and link words_per_cycle 1.
 
 Each PE runs the body as an ordinary kernel program over the local blocks, whose result v
-is stored to a DRAM array `partial`; then a RingAllReduce unit (hw/collective.py) reduces v
+is stored to a DRAM array `partial`; then a RingCollective unit (hw/collective.py) reduces v
 around the ring into the kernel's result array, half of it each way round the ring when the
-DRAM beat has at least two words and 2p divides n (ring_plan picks the directions and the
+DRAM beat has at least four words and 2p divides n (ring_plan picks the directions and the
 slice with the fastest predicted cycles). Every PE has the same DRAM layout.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from .. import ir
@@ -33,7 +32,14 @@ from ..lang.signature import Port, raw_dtype
 from ..timing import link_depth
 from .mesh import LinkConfig
 
-OPS = {"psum": "add", "pmax": "max", "pmin": "min"}
+# the body's collective -> (the ring unit's kind, its operation)
+OPS = {
+    "psum": ("all_reduce", "add"),
+    "pmax": ("all_reduce", "max"),
+    "pmin": ("all_reduce", "min"),
+    "psum_scatter": ("reduce_scatter", "add"),
+    "all_gather": ("all_gather", "add"),
+}
 MIN_SLICE = 32  # the receive FIFO holds a slice of at least this many words beyond the latency
 
 
@@ -63,9 +69,9 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
     def refuse(why: str, where=None):
         raise UnsupportedError(
             f"cannot {what} kernel '{kernel.name}' on mesh {mesh.describe()}: {why}. Mesh hardware "
-            f"supports one hw.shard_map over a ring whose body returns hw.psum / hw.pmax / hw.pmin "
-            f"of a 1-D integer array (see docs/mesh.md); the golden model {kernel.name}(*arrays) "
-            f"works",
+            f"supports one hw.shard_map over a ring whose body returns hw.psum / hw.pmax / hw.pmin / "
+            f"hw.psum_scatter / hw.all_gather of a 1-D integer array (see docs/mesh.md); the golden "
+            f"model {kernel.name}(*arrays) works",
             where or loc,
         )
 
@@ -89,13 +95,18 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
         refuse("the shard_map body must return one array", sm.loc)
     coll = sm.body[0]
     if not isinstance(coll, ir.Collective) or coll.kind not in OPS:
-        refuse("the shard_map body must return hw.psum, hw.pmax or hw.pmin of an array", sm.loc)
+        refuse("the shard_map body must return one collective of an array", sm.loc)
     if tuple(coll.axes) != (axis,):
         refuse(f"the collective must run over the ring axis '{axis}'", coll.loc)
     v = coll.operand
     if len(v.shape) != 1:
-        refuse("the reduced value must be a 1-D array", coll.loc)
-    n = v.shape[0]
+        refuse(f"the operand of {coll.kind} must be a 1-D array", coll.loc)
+    kind, op = OPS[coll.kind]
+    if kind == "reduce_scatter" and (coll.param("dim") != 0 or not coll.param("tiled")):
+        refuse("hw.psum_scatter must be tiled=True (its result a 1-D block)", coll.loc)
+    if kind == "all_gather" and coll.param("axis") != 0:
+        refuse("hw.all_gather must gather along axis 0", coll.loc)
+    n = v.shape[0] * (p if kind == "all_gather" else 1)  # the whole vector's words
     dtype = v.dtype
     if dtype.is_bool:
         refuse(f"the reduced value must be integers, not {dtype.name}", coll.loc)
@@ -103,6 +114,7 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
         refuse("fixed-point results are not built yet", coll.loc)
     if n % p:
         refuse(f"the ring size {p} must divide the reduced length {n}", coll.loc)
+    m = v.shape[0]  # the operand's words
     if tuple(sm.out_specs[0].entries) not in ((), ((axis,),)):
         refuse("out_specs must be hw.P() or hw.P('{axis}')", sm.loc)
     # the arguments: the kernel's arrays, each passed once, split on dimension 0 or replicated
@@ -132,16 +144,17 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
     body = ir.transform(v, lambda x: rename.get(x))
     extents = dict(prog.extents)
     if isinstance(body, ir.Input):
-        dim = ir.Dim("%mesh_i", n)
-        extents[dim.name] = n
+        dim = ir.Dim("%mesh_i", m)
+        extents[dim.name] = m
         body = ir.Map((dim,), ir.Read(body, (ir.Index(dim.name),)), loc=coll.loc)
     partial = _fresh("partial", set(params) | {res.port.name})
-    local = Program(prog.name, tuple(local_params), (Result(Port(partial, dtype, (n,)), body),), extents, prog.loc)
-    ring = ring_plan(n, p, link.latency, OPS[coll.kind], dtype, partial, res.port.name, dram)
+    local = Program(prog.name, tuple(local_params), (Result(Port(partial, dtype, (m,)), body),), extents, prog.loc)
+    ring = ring_plan(n, p, link.latency, kind, op, dtype, partial, res.port.name, dram)
     if ring is None:
+        need = ", and an all-gather needs beats of at least 2 words (its writes need twice the ring's rate)"
         raise UnsupportedError(
-            f"cannot {what} kernel '{kernel.name}': the reduced length {n} must be a multiple of the "
-            f"DRAM beat ({dram.words_per_cycle} words)",
+            f"cannot {what} kernel '{kernel.name}': each PE's block of {n // p} words must be a multiple of "
+            f"the DRAM beat ({dram.words_per_cycle} words){need if kind == 'all_gather' else ''}",
             coll.loc,
         )
     return MeshPlan(local, ring, mesh, in_specs, sm.out_specs[0])
@@ -168,33 +181,30 @@ def _fresh(name: str, taken: set) -> str:
     return out
 
 
-def ring_plan(n: int, p: int, latency: int, op: str, dtype, src: str, dst: str, dram):
-    """The fastest RingPlan (by model.ring_allreduce_cycles) for an all-reduce of n words on
-    p PEs: one or two directions (two need beats of at least two words: the load must feed
-    both), and a slice dividing the chunk, at most ring_fifo's largest. None when the DRAM
-    beat does not divide a direction's n / dirs words."""
-    from ..model import ring_allreduce_cycles
+def ring_plan(n: int, p: int, latency: int, kind: str, op: str, dtype, src: str, dst: str, dram):
+    """The fastest RingPlan (by model.ring_collective_cycles) for a collective `kind` of an
+    n-word vector on p PEs: one or two directions (two need beats of at least four words: the
+    DRAM side then moves words at twice the rate both engines use them, so a burst of final
+    slices never delays the end), and a slice dividing the chunk, at most ring_fifo's largest. None
+    when no plan fits the DRAM beat (collective.RingCollective's conditions)."""
+    from ..model import ring_collective_cycles
 
     depth, most = ring_fifo(latency)
     W = dram.words_per_cycle
     best = None
-    for dirs in (1, 2) if W >= 2 else (1,):
+    for dirs in (1, 2) if W >= 4 else (1,):
         if n % (dirs * p) or (n // dirs) % W:
             continue
         chunk = n // dirs // p
+        if chunk % W and (dirs > 1 or kind != "all_reduce") or kind == "all_gather" and W < 2 * dirs:
+            continue  # an all-gather's own slices come in bursts: its writes need twice the rate
         for s in range(1, min(chunk, most) + 1):
             if chunk % s == 0:
-                plan = RingPlan(n, p, s, depth, latency, op, dtype, src, dst, dirs)
-                key = (ring_allreduce_cycles(plan, dram), -dirs, -s)
+                plan = RingPlan(n, p, s, depth, latency, op, dtype, src, dst, dirs, kind)
+                key = (ring_collective_cycles(plan, dram), -dirs, -s)
                 if best is None or key < best[0]:
                     best = (key, plan)
     return best and best[1]
-
-
-def link_bound(ring: RingPlan) -> int:
-    """Cycles a ring all-reduce needs at least: each PE sends 2(p-1)/p * n words over its
-    two outgoing links (one to each neighbour), one word per cycle each."""
-    return math.ceil((ring.p - 1) * ring.n / ring.p)
 
 
 @dataclass
@@ -228,7 +238,7 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None) -> MeshDesig
     from ..hw.link import LinkWire
     from ..hw.mesh_top import mesh_top_verilog, pe_ports
     from ..hw.top import Top
-    from ..model import predict_mesh
+    from ..model import predict_mesh, ring_link_bound
     from ..passes import compile
     from ..verilog import to_verilog
 
@@ -255,7 +265,8 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None) -> MeshDesig
         },
         "link": {"latency": ring.latency, "words_per_cycle": 1, "fifo_depth": ring.depth, "directions": ring.dirs},
         "collective": {
-            "unit": "RingAllReduce",
+            "unit": "RingCollective",
+            "kind": ring.kind,
             "op": ring.op,
             "words": ring.n,
             "directions": ring.dirs,
@@ -273,7 +284,7 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None) -> MeshDesig
         "roofline_cycles": model.roofline,
         "compute_bound_cycles": model.compute_bound,
         "memory_bound_cycles": model.memory_bound,
-        "link_bound_cycles": link_bound(ring),
+        "link_bound_cycles": ring_link_bound(ring),
         "lanes": model.lanes,
         "controllers": model.tree,
         "build_seconds": round(time.perf_counter() - started, 3),

@@ -2,9 +2,9 @@
 
 The global arguments are split by their in_specs into each PE's local arrays, written as one
 DRAM image per PE; the testbench starts the mesh once and waits for every PE's done (no
-Python per cycle); each PE's DRAM is read back, every PE's copy of the all-reduced result is
-checked to agree, and the global result is joined by out_specs (P(): PE 0's copy; P('x'):
-PE k's copy is block k).
+Python per cycle); each PE's DRAM is read back, every PE's copy of a replicated result (an
+all-reduce's or all-gather's) is checked to agree, and the global result is joined by
+out_specs (P(): PE 0's copy; P('x'): PE k's copy is block k).
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str 
             raise SimulationError(
                 f"kernel '{kernel.name}' did not finish within {timeout} cycles (predicted {predicted}): "
                 f"the mesh hangs; PE(s) {', '.join(map(str, stalled))} of {p} not done (each PE runs "
-                f"its program, then ring0, the RingAllReduce)",
+                f"its program, then ring0, the RingCollective)",
                 loc,
             )
         if result["fault"]:
@@ -121,11 +121,11 @@ def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str 
             copies.append(outs[mp.ring.dst])
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    for k in range(1, p):
+    for k in range(1, p if mp.ring.stores_all else 1):
         if not np.array_equal(copies[k], copies[0]):
             i = int(np.argwhere(copies[k] != copies[0])[0][0])
             raise MismatchError(
-                f"kernel '{kernel.name}': PE {k}'s all-reduced result differs from PE 0's at "
+                f"kernel '{kernel.name}': PE {k}'s copy of the replicated result differs from PE 0's at "
                 f"local index {i}: {copies[k][i]} vs {copies[0][i]}",
                 mp.ring.dst,
                 (i,),
@@ -134,8 +134,8 @@ def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str 
                 loc,
             )
     spec = mp.out_spec
-    glob = copies[0] if not spec.entries else np.concatenate(copies)
     port = kernel.results[0]
+    glob = (copies[0] if not spec.entries else np.concatenate(copies)).reshape(port.shape)
     t2 = time.perf_counter()
     return SimResult(
         outputs=to_user(port, glob),
