@@ -10,8 +10,8 @@ the per-PE program's predicted cycles (it copies the block to the unit's source 
 top's 1. Its bound is the link bound of an all-reduce on a ring: each PE sends 2(p-1)/p * n
 words over its two outgoing links, one word per cycle each. The scaling table reports the
 Verilator build and simulation speed of the same kernel by PE count (64 PEs with --scale 64).
-Only the ring all-reduce is built in hardware so far: the other collectives and topologies
-run in the golden model.
+The table covers the all-reduce; reduce-scatter and all-gather run on the same unit
+(tests/test_mesh_rtl.py checks their results and cycles).
 """
 
 import sys
