@@ -346,9 +346,9 @@ def test_cli_refuses_to_build_or_simulate_a_mesh_kernel(capsys, tmp_path):
     )
     message = (
         f"error: {show_path(str(path))}:7: cannot {{}} kernel 'allreduce' on mesh 4 ring (r): the "
-        f"shard_map body must return hw.psum, hw.pmax or hw.pmin of an array. Mesh hardware supports "
-        f"one hw.shard_map over a ring whose body returns hw.psum / hw.pmax / hw.pmin of a 1-D integer "
-        f"array (see docs/mesh.md); the golden model allreduce(*arrays) works\n"
+        f"shard_map body must return one collective of an array. Mesh hardware supports one "
+        f"hw.shard_map over a ring whose body returns hw.psum / hw.pmax / hw.pmin / hw.psum_scatter / "
+        f"hw.all_gather of a 1-D integer array (see docs/mesh.md); the golden model allreduce(*arrays) works\n"
     )
     out_dir = tmp_path / "rtl"
     for command, verb in (("build", "build"), ("sim", "verify")):
