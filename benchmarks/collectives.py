@@ -53,7 +53,7 @@ def run(p, n, rng):
     body = predict(sim.design.compiled, sim.design.dram).cycles
     unit = sim.cycles - body - 1
     bound = r["link_bound_cycles"]
-    c = r["collective"]
+    c = r["collective"]["phases"][0]
     return {
         "p": p,
         "n": n,

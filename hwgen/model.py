@@ -479,39 +479,37 @@ def ring_span(ring) -> int:
     return last + 1
 
 
-def ring_link_bound(ring) -> int:
-    """Cycles a ring collective of an n-word vector needs at least: each PE sends (p - 1)/p * n
-    words (twice that for an all-reduce: a reduce-scatter, then an all-gather) over its two
-    outgoing links, one word per cycle each."""
-    sends = (ring.p - 1) * ring.n * (2 if ring.kind == "all_reduce" else 1)
-    return math.ceil(sends / (2 * ring.p))
+def mesh_link_bound(kind: str, n: int, group: int, axes: int) -> int:
+    """Cycles a collective of an n-word vector over a group of `group` PEs spanning `axes` axes
+    of a ring or torus needs at least: each PE sends (group - 1)/group * n words (twice that
+    for an all-reduce: a reduce-scatter, then an all-gather) over its 2 * axes outgoing
+    links, one word per cycle each."""
+    sends = (group - 1) * n * (2 if kind == "all_reduce" else 1)
+    return math.ceil(sends / (2 * axes * group))
 
 
-def predict_mesh(compiled, dram: DramConfig, ring) -> Prediction:
-    """Cycles of a mesh kernel: every PE runs Seq[program, ring collective] on the same
-    timeline (SPMD on a ring: symmetric), and the mesh top adds a cycle to combine the PEs'
-    done. Roofline: the largest of the per-PE compute and memory bounds and the link bound
-    (ring_link_bound)."""
+def predict_mesh(compiled, dram: DramConfig, rings, link_bound: int) -> Prediction:
+    """Cycles of a mesh kernel: every PE runs Seq[program, phase 0, phase 1, ...] (ring
+    collectives, hw/phases.py) on the same timeline (SPMD on a ring or torus: symmetric), and
+    the mesh top adds a cycle to combine the PEs' done. Roofline: the largest of the per-PE
+    compute and memory bounds and `link_bound` (mesh_link_bound)."""
     body = predict(compiled, dram)
-    ring_cycles = ring_collective_cycles(ring, dram)
-    cycles = body.cycles + ring_cycles + 1
-    link = ring_link_bound(ring)
-    tree = {
-        "unit": "seq",
-        "stages": [
-            body.tree,
+    phases = []
+    for k, ring in enumerate(rings):
+        phases.append(
             {
-                "unit": "ring0",
+                "unit": f"ring{k}",
                 "collective": ring.kind,
+                "axis": ring.axis,
                 "op": ring.op,
                 "p": ring.p,
                 "words": ring.n,
                 "directions": ring.dirs,
                 "slice": ring.slice,
                 "rounds": ring.rounds,
-                "cycles": ring_cycles,
-            },
-        ],
-        "cycles": cycles,
-    }
-    return Prediction(cycles, max(body.roofline, link), body.compute_bound, body.memory_bound, body.lanes, tree)
+                "cycles": ring_collective_cycles(ring, dram),
+            }
+        )
+    cycles = body.cycles + sum(ph["cycles"] for ph in phases) + 1
+    tree = {"unit": "seq", "stages": [body.tree, *phases], "cycles": cycles}
+    return Prediction(cycles, max(body.roofline, link_bound), body.compute_bound, body.memory_bound, body.lanes, tree)

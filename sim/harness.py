@@ -274,15 +274,18 @@ def mesh_tb_verilog(design) -> str:
 
 class MeshLayout(Layout):
     """Every PE's DRAM layout (the same on every PE): the per-PE program's arrays (its inputs
-    and the body's result, `partial`), then the kernel's result."""
+    and the body's result, `partial`), then each collective phase's result, the last one the
+    kernel's."""
 
     def __init__(self, design):
         self.design = design
         self.word_bits = design.component.word_bits
-        ring = design.plan.ring
+        rings = design.plan.rings
         self.arrays = list(design.program.drams)
-        names = [(d.name, d.size, d.dtype, d.role if d.name != ring.src else "scratch") for d in self.arrays]
-        names.append((ring.dst, ring.dst_words, ring.dtype, "out"))
+        first = rings[0].src  # the program's result, the first phase's operand
+        names = [(d.name, d.size, d.dtype, d.role if d.name != first else "scratch") for d in self.arrays]
+        for r in rings:  # each phase's result: the last one's is the kernel's
+            names.append((r.dst, r.dst_words, r.dtype, "out" if r is rings[-1] else "scratch"))
         self.entries = names
         self.regions = []
         addr = ALIGN

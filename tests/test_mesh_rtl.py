@@ -33,6 +33,11 @@ def dot_kernel(p, n, latency, op="psum", topology="ring", out=None):
     return prod
 
 
+def phase(sim, k=0):
+    """The report of the collective's phase k (its first: the only one on a ring)."""
+    return sim.design.report["collective"]["phases"][k]
+
+
 def check(sim, expected):
     np.testing.assert_array_equal(sim.outputs, expected)
     assert sim.predicted_cycles == sim.cycles
@@ -50,7 +55,7 @@ def test_ring2_psum_of_products_wraps_bit_exact_and_cycles_as_predicted():
         want = (a * b).reshape(p, n).sum(0, dtype=np.int32)
     sim = k.verify(a, b)  # against the golden model
     check(sim, want)  # and numpy
-    ring = sim.design.report["collective"]
+    ring = phase(sim)
     assert (ring["directions"], ring["chunk"], ring["slice"], ring["rounds"]) == (2, 64, 8, 8)
     slow = k.verify(a, b, dram=DramConfig(latency=37))  # same build, another DRAM latency
     check(slow, want)
@@ -74,7 +79,7 @@ def test_ring4_int16_psum_of_column_sums_in_slices_out_spec_split():
     total = x.sum(0, dtype=np.int16)  # wraps in int16, as hw.psum does
     sim = colsum.verify(x)
     check(sim, np.tile(total, p))
-    ring = sim.design.report["collective"]
+    ring = phase(sim)
     assert (ring["directions"], ring["chunk"], ring["slice"], ring["rounds"]) == (2, 32, 16, 2)
 
 
@@ -86,7 +91,7 @@ def test_ring8_torus_pmax_latency_bound():
         want = (a * b).reshape(p, n).max(0)
     sim = k.verify(a, b)
     check(sim, want)
-    ring = sim.design.report["collective"]
+    ring = phase(sim)
     assert (ring["directions"], ring["slice"]) == (2, 4)  # shorter than a hop: latency bound
 
 
@@ -100,7 +105,7 @@ def test_pmin_of_the_local_block_itself_one_word_chunks():
     x = wide(16)
     sim = tiny.verify(x)
     check(sim, x.reshape(4, 4).min(0))
-    ring = sim.design.report["collective"]
+    ring = phase(sim)
     assert (ring["directions"], ring["slice"]) == (1, 1)  # not whole beats: read whole, then the ring
 
 
@@ -113,7 +118,7 @@ def test_one_way_when_half_chunks_are_not_whole_beats():
         want = (a * b).reshape(2, 48).sum(0, dtype=np.int32)
     sim = k.verify(a, b, dram=DramConfig(words_per_cycle=8))
     check(sim, want)
-    ring = sim.design.report["collective"]
+    ring = phase(sim)
     assert (ring["directions"], ring["chunk"]) == (1, 24)
 
 
@@ -127,7 +132,7 @@ def test_one_way_ring_when_a_dram_beat_is_one_word():
         want = (a * b).reshape(p, n).min(0)
     sim = k.verify(a, b, dram=DramConfig(words_per_cycle=1))
     check(sim, want)
-    ring = sim.design.report["collective"]
+    ring = phase(sim)
     assert ring["directions"] == 1 and ring["rounds"] > 1
     jittery = k.verify(a, b, dram=DramConfig(words_per_cycle=1, jitter=7), seed=5)
     np.testing.assert_array_equal(jittery.outputs, want)
@@ -146,7 +151,7 @@ def test_unsupported_mesh_programs_still_raise_with_the_users_line():
         assert "must return one collective of an array" in e.value.message
     with pytest.raises(hw.UnsupportedError):
         k.verify(np.zeros(64, np.int32))
-    mesh2 = hw.Mesh((2, 2), ("x", "y"))
+    mesh2 = hw.Mesh((2, 2), ("x", "y"), topology="mesh")
 
     @hw.kernel(mesh=mesh2)  # L:unsupported2
     def k2(a: hw.Array[int32, 16]):
@@ -156,7 +161,7 @@ def test_unsupported_mesh_programs_still_raise_with_the_users_line():
 
     with pytest.raises(hw.UnsupportedError) as e:
         k2.simulate(np.zeros(16, np.int32))
-    assert "one axis with topology 'ring' or 'torus'" in e.value.message
+    assert "the mesh must be a ring or a torus" in e.value.message
     assert e.value.file == __file__
     assert open(__file__).read().splitlines()[e.value.line - 1].endswith("# L:unsupported2")
     with pytest.raises(hw.UnsupportedError):  # synthesis of a mesh is not built
@@ -171,7 +176,7 @@ def test_mesh_verilog_lints_clean_and_every_pe_is_one_module(tmp_path):
     assert text.count("module prod_pe(") == 1 and text.count("  prod_pe pe") == 4
     assert ".pe_x(2'd3)" in text
     assert text.count("  prod_wire wire_") == 8  # a link each way between neighbours
-    assert ".prev_rx__valid(next_tx3_valid_rx)" in text and ".next_rx__valid(prev_tx1_valid_rx)" in text
+    assert ".x_prev_rx__valid(x_next_tx3_valid_rx)" in text and ".x_next_rx__valid(x_prev_tx1_valid_rx)" in text
     warnings = runner.lint(design.paths["verilog"], design.paths["waivers"])
     assert "%Warning" not in warnings and "%Error" not in warnings, warnings
 
@@ -213,7 +218,7 @@ def test_psum_scatter_on_a_ring_each_pe_keeps_its_reduced_block(p, m, latency):
         want = (a * 3).reshape(p, m).sum(0, dtype=np.int32)
     sim = gather_scatter_kernel("psum_scatter", p, m, latency, hw.P("x")).verify(a)
     check(sim, want)  # the blocks, concatenated, are the whole reduced vector
-    ring = sim.design.report["collective"]
+    ring = phase(sim)
     assert ring["kind"] == "reduce_scatter" and ring["directions"] == 2
 
 
@@ -228,7 +233,7 @@ def test_all_gather_on_a_ring_tiled_and_stacked(p, m, latency, tiled, words):
         a, dram=DramConfig(words_per_cycle=words)
     )
     check(sim, gathered if tiled else gathered.reshape(p, m))
-    assert sim.design.report["collective"]["directions"] == (2 if words >= 4 else 1)
+    assert phase(sim)["directions"] == (2 if words >= 4 else 1)
 
 
 def test_all_gather_needs_beats_of_two_words():
@@ -236,3 +241,55 @@ def test_all_gather_needs_beats_of_two_words():
     with pytest.raises(hw.UnsupportedError) as e:
         k.elaborate(dram=DramConfig(words_per_cycle=1))
     assert "an all-gather needs beats of at least 2 words" in e.value.message
+
+
+def torus_kernel(kind, shape, axes, m, latency, out=None):
+    names = ("x", "y")[: len(shape)]
+    mesh = hw.Mesh(shape, names, topology="torus")
+    P = int(np.prod(shape))
+    group = axes[0] if len(axes) == 1 else axes
+
+    @hw.kernel(mesh=mesh, link=hw.LinkConfig(latency=latency))
+    def k(a: hw.Array[int32, m * P]):
+        def body(b):
+            v = hw.map(m, lambda i: b[i] ^ 5)
+            if kind == "psum_scatter":
+                return hw.psum_scatter(v, group, tiled=True)
+            if kind == "all_gather":
+                return hw.all_gather(v, group, tiled=True)
+            return getattr(hw, kind)(v, group)
+
+        return hw.shard_map(body, mesh=mesh, in_specs=hw.P(names), out_specs=out or hw.P())(a)
+
+    return k
+
+
+def test_psum_over_both_axes_of_a_2x2_torus_in_three_phases():
+    """psum over (x, y): a reduce-scatter along x, an all-reduce along y of the half each PE
+    then holds, an all-gather along x; each phase on its own axis's links, cycles the sum of
+    the phases'."""
+    a = wide(64 * 4)
+    with np.errstate(over="ignore"):
+        want = (a ^ 5).reshape(4, 64).sum(0, dtype=np.int32)
+    sim = torus_kernel("psum", (2, 2), ("x", "y"), 64, 4).verify(a)
+    check(sim, want)
+    kinds = [(ph["kind"], ph["axis"]) for ph in sim.design.report["collective"]["phases"]]
+    assert kinds == [("reduce_scatter", "x"), ("all_reduce", "y"), ("all_gather", "x")]
+
+
+def test_pmax_along_one_axis_of_a_2x4_torus_rows_are_separate_rings():
+    a = wide(32 * 8)
+    want = (a ^ 5).reshape(2, 4, 32).max(1).reshape(64)  # each x row's max, rows side by side
+    sim = torus_kernel("pmax", (2, 4), ("y",), 32, 3, out=hw.P("x")).verify(a)
+    check(sim, want)
+
+
+def test_scatter_and_gather_over_two_axes_keep_jax_block_order():
+    a = wide(64 * 4)
+    with np.errstate(over="ignore"):
+        total = (a ^ 5).reshape(4, 64).sum(0, dtype=np.int32)
+    sim = torus_kernel("psum_scatter", (2, 2), ("x", "y"), 64, 2, out=hw.P(("x", "y"))).verify(a)
+    check(sim, total)  # PE (i, j) holds block 2i + j
+    b = wide(16 * 8)
+    sim = torus_kernel("all_gather", (2, 4), ("x", "y"), 16, 8).verify(b)
+    check(sim, b ^ 5)

@@ -114,6 +114,7 @@ class RingPlan:
     dst: str
     dirs: int = 1
     kind: str = "all_reduce"
+    axis: str = "x"  # the mesh axis the ring runs along (its link port names)
 
     @property
     def half(self) -> int:
@@ -184,8 +185,10 @@ class RingPlan:
 
 def ring_links(plan: RingPlan) -> list:
     """(sending, receiving) PE port names of each engine's links: engine 0 sends to the next
-    PE (x + 1) and receives from the previous one; engine 1 the other way round."""
-    return [("next_tx", "prev_rx"), ("prev_tx", "next_rx")][: plan.dirs]
+    PE along the plan's axis a (coordinate + 1) and receives from the previous one; engine 1
+    the other way round."""
+    a = plan.axis
+    return [(f"{a}_next_tx", f"{a}_prev_rx"), (f"{a}_prev_tx", f"{a}_next_rx")][: plan.dirs]
 
 
 OUT_FIFO = 4  # words between the ALU and the link sender

@@ -1,11 +1,12 @@
-"""The mesh top: p copies of one PE module on a ring, as Verilog text.
+"""The mesh top: one copy of one PE module per PE of a mesh (a ring or a torus), as Verilog text.
 
-`mesh_top_verilog(name, ports, p, pe_module, wire_module, link_bits)` writes module `name`,
-which instantiates the PE module `pe_module` (a hw/top.py Top with a ring: every PE is this
-one module, its ring coordinate on its `pe_x` port) p times, and one link wire module
-`wire_module` (hw/link.py LinkWire) per PE and direction the PE has ports for: PE k's
-`next_tx` -> wire -> PE (k + 1) mod p's `prev_rx`, and PE k's `prev_tx` -> wire -> PE
-(k - 1) mod p's `next_rx`.
+`mesh_top_verilog(name, ports, mesh, pe_module, wire_module, link_bits)` writes module `name`,
+which instantiates the PE module `pe_module` (a hw/top.py Top with collectives: every PE is
+this one module, its coordinate along axis a on its `pe_<a>` port) for every PE of `mesh`
+(a hw.Mesh; PE k at mesh.coords(k), row-major), and one link wire module `wire_module`
+(hw/link.py LinkWire) per PE and link the PE has ports for: PE k's `<a>_next_tx` -> wire ->
+the `<a>_prev_rx` of the PE one step further along a (wrapping round), and PE k's
+`<a>_prev_tx` -> wire -> the `<a>_next_rx` of the PE one step back.
 
 Ports: clk, rst; start (to every PE), done, busy, cycles, pe_done[p] (each PE's done);
 base_<array> (to every PE: every PE's arrays sit at the same addresses of its own DRAM);
@@ -35,7 +36,8 @@ def pe_ports(component) -> list:
     return out
 
 
-def mesh_top_verilog(name: str, ports: list, p: int, pe_module: str, wire_module: str, link_bits: int) -> str:
+def mesh_top_verilog(name: str, ports: list, mesh, pe_module: str, wire_module: str, link_bits: int) -> str:
+    p = mesh.size
     shared = [(n, b) for n, b, inp in ports if inp and (n.startswith("base_") or n.startswith("arg_"))]
     chan = [(n, b, inp) for n, b, inp in ports if n.startswith("mem__")]
     head = [
@@ -56,20 +58,29 @@ def mesh_top_verilog(name: str, ports: list, p: int, pe_module: str, wire_module
         ",\n".join("    " + h for h in head),
         ");",
     ]
-    xw = max(1, (p - 1).bit_length())
     names = {n.split("__")[0] for n, _, _ in ports}
-    links = [(tx, rx, step) for tx, rx, step in (("next_tx", "prev_rx", 1), ("prev_tx", "next_rx", -1)) if tx in names]
+    links = []  # (axis number, sending port, receiving port, step along the axis)
+    for d, a in enumerate(mesh.axis_names):
+        for tx, rx, step in ((f"{a}_next_tx", f"{a}_prev_rx", 1), (f"{a}_prev_tx", f"{a}_next_rx", -1)):
+            if tx in names:
+                links.append((d, tx, rx, step))
     for k in range(p):
-        for tx, _, _ in links:
+        for _, tx, _, _ in links:
             for s, b in (("valid", 1), ("data", link_bits), ("credit", 1)):
                 lines.append(f"  wire {_width(b)}{tx}{k}_{s};")  # PE k's sender side
                 lines.append(f"  wire {_width(b)}{tx}{k}_{s}_rx;")  # the receiver's side
     for k in range(p):
-        conns = [".clk(clk)", ".rst(rst)", ".start(start)", f".done(pe_done[{k}])", f".pe_x({xw}'d{k})"]
+        at = mesh.coords(k)
+        conns = [".clk(clk)", ".rst(rst)", ".start(start)", f".done(pe_done[{k}])"]
+        for a, size, c in zip(mesh.axis_names, mesh.axis_sizes, at):
+            if f"pe_{a}" in names:
+                conns.append(f".pe_{a}({max(1, (size - 1).bit_length())}'d{c})")
         conns += [f".{n}({n})" for n, _ in shared]
         conns += [f".{n}(mem_{k}__{n[len('mem__') :]})" for n, _, _ in chan]
-        for tx, rx, step in links:
-            up = (k - step) % p  # the PE whose sender feeds this PE's receiver
+        for d, tx, rx, step in links:
+            up = list(at)
+            up[d] = (up[d] - step) % mesh.axis_sizes[d]  # the PE whose sender feeds this receiver
+            up = mesh.pe_id(up)
             conns += [f".{tx}__{s}({tx}{k}_{s})" for s in ("valid", "data", "credit")]
             conns += [f".{rx}__{s}({tx}{up}_{s}_rx)" for s in ("valid", "data", "credit")]
         known = {c[1 : c.index("(")] for c in conns}
@@ -78,7 +89,7 @@ def mesh_top_verilog(name: str, ports: list, p: int, pe_module: str, wire_module
                 lines.append(f"  wire {_width(b)}pe{k}_{n};")
                 conns.append(f".{n}(pe{k}_{n})")
         lines += [f"  {pe_module} pe{k} (", ",\n".join("    " + c for c in conns), "  );"]
-        for tx, _, _ in links:
+        for _, tx, _, _ in links:
             wconns = [".clk(clk)", ".rst(rst)"]
             wconns += [f".tx__{s}({tx}{k}_{s})" for s in ("valid", "data", "credit")]
             wconns += [f".rx__{s}({tx}{k}_{s}_rx)" for s in ("valid", "data", "credit")]

@@ -14,13 +14,12 @@ Members:
     overflow_<g>: Out(1)    group-by g saw more distinct keys than its max_keys (valid while done)
     mem: Out(dram_port)     the DRAM channel: three typed streams (memchannel.dram_port)
 
-With a ring (`ring=`, a collective.RingPlan; mesh kernels, mesh/hardware.py) the root is
-Seq[program, RingCollective]: the unit (hw/collective.py, one more read and write client of the
-arbiter) starts when the program's root is done, and the PE is done when it is. Members then
-also: pe_x: In (the PE's ring coordinate), base_<result>: In(addr), and per direction of the
-ring a link pair (collective.ring_links: next_tx: Out(link) and prev_rx: In(link), and with a
-bidirectional ring also prev_tx and next_rx; hw/link.py's wire side: the PE holds the LinkTx
-and LinkRx of each).
+With collective phases (`rings=`, collective.RingPlans; mesh kernels, mesh/hardware.py) the
+root is Seq[program, phase 0, phase 1, ...]: RingCollective units (hw/phases.py, each one more
+read and write client of the arbiter) run one after another once the program's root is done,
+and the PE is done when the last is. Members then also those of phases.members: pe_<axis>: In
+(the PE's coordinates), base_<phase result>: In(addr), and the link pairs of each axis
+(hw/link.py's wire side: the PE holds the LinkTx and LinkRx of each).
 
 Timing: the root controller starts the cycle after `start`; `done` rises the cycle after the
 root reports done; `cycles` = root cycles + 1 (with a ring: + the unit's cycles).
@@ -35,13 +34,11 @@ from amaranth.lib.wiring import In, Out
 from ..dram import DramConfig, word_bits
 from ..loops import Load, Loop, Parallel, Pipe, Store
 from ..passes.names import kind_of
-from . import memchannel
-from .collective import RingCollective, ring_links
+from . import memchannel, phases
 from .control import MetaLoop, SeqLoop
 from .control import Parallel as ParallelUnit
 from .datapath import dtype_shape
 from .groupmem import ROLES, GroupMem
-from .link import LinkRx, LinkTx, link_signature
 from .onchip import OnChipMem
 from .pipe import PipeUnit, port_name
 from .transfer import LoadUnit, StoreUnit, reach_banks
@@ -58,9 +55,9 @@ class PE(wiring.Component):
     """Hardware for a compiled kernel (passes.Compiled) under a DramConfig (see the module doc
     for the ports)."""
 
-    def __init__(self, compiled, dram: DramConfig, ring=None):
+    def __init__(self, compiled, dram: DramConfig, rings=()):
         prog = compiled.program
-        self.ring = ring  # a collective.RingPlan: the all-reduce run after the program
+        self.rings = tuple(rings)  # collective.RingPlans: the phases run after the program
         self.compiled = compiled
         self.prog = prog
         self.dram = dram
@@ -83,16 +80,12 @@ class PE(wiring.Component):
             members[f"res_{s.name}"] = Out(dtype_shape(s.mem.dtype))
         for g in prog.groups:
             members[f"overflow_{g.name}"] = Out(1)
-        readers = len(self.loads) + (ring is not None)
+        readers = len(self.loads) + len(self.rings)
         self.tag_bits = memchannel.tag_bits_for(max(1, readers))
-        if ring is not None:
-            self.coll = RingCollective(ring, dram.words_per_cycle, self.word_bits, addr)
-            self.unit_names.append("ring0")
-            members["pe_x"] = In(range(ring.p))
-            members[f"base_{ring.dst}"] = In(addr)
-            for tx, rx in ring_links(ring):
-                members[tx] = Out(link_signature(ring.dtype.bits, 1))
-                members[rx] = In(link_signature(ring.dtype.bits, 1))
+        self.colls = phases.units(self.rings, dram.words_per_cycle, self.word_bits, addr)
+        self.unit_names += [f"ring{k}" for k in range(len(self.rings))]
+        if self.rings:
+            members.update(phases.members(self.rings, addr))
         members["mem"] = Out(memchannel.dram_port(addr, self.word_bits, dram.words_per_cycle, self.tag_bits))
         super().__init__(members)
 
@@ -179,28 +172,9 @@ class PE(wiring.Component):
             m.d.sync += root_go.eq(0)
         with m.If(self.busy):
             m.d.sync += self.cycles.eq(self.cycles + 1)
-        if self.ring is None:
-            last = self.tree.unit.done
-        else:  # Seq[program, all-reduce]: the collective starts when the program is done
-            ring = self.ring
-            m.submodules.ring0 = coll = self.coll
-            dst = Signal(self.dram.addr_bits, name=f"base_{ring.dst}_q")
-            with m.If(self.start & ~self.busy):
-                m.d.sync += dst.eq(getattr(self, f"base_{ring.dst}"))
-            m.d.comb += [
-                coll.go.eq(self.tree.unit.done),
-                coll.pe_x.eq(self.pe_x),
-                coll.src_base.eq(bases[ring.src]),
-                coll.dst_base.eq(dst),
-            ]
-            for h, (txname, rxname) in enumerate(ring_links(ring)):
-                m.submodules[f"ring_tx{h}"] = tx = LinkTx(ring.dtype.bits, 1, ring.depth, ring.latency)
-                m.submodules[f"ring_rx{h}"] = rx = LinkRx(ring.dtype.bits, 1, ring.depth, ring.latency)
-                wiring.connect(m, getattr(coll, f"tx{h}"), tx.i)
-                wiring.connect(m, rx.o, getattr(coll, f"rx{h}"))
-                wiring.connect(m, tx.link, wiring.flipped(getattr(self, txname)))
-                wiring.connect(m, wiring.flipped(getattr(self, rxname)), rx.link)
-            last = coll.done
+        last = self.tree.unit.done
+        if self.rings:  # Seq[program, phases]: the collectives start when the program is done
+            last = phases.elaborate(m, self, self.rings, self.colls, last, bases)
         with m.If(last):
             m.d.sync += [self.busy.eq(0), self.done.eq(1)]
         m.d.comb += self.tree.unit.go.eq(root_go)
@@ -302,9 +276,8 @@ class PE(wiring.Component):
         """The arbiter sharing the DRAM channel among the tile loads and stores."""
         cfg = self.dram
         readers, writers = list(self.loads), list(self.stores)
-        if self.ring is not None:  # the collective is one more read and write client
-            readers.append(self.coll)
-            writers.append(self.coll)
+        readers += self.colls  # each collective phase is one more read and write client
+        writers += self.colls
         arb = memchannel.Arbiter(len(readers), len(writers), cfg.addr_bits, self.word_bits, cfg.words_per_cycle)
         m.submodules.arbiter = arb
         for k, unit in enumerate(readers):

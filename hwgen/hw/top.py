@@ -20,8 +20,9 @@ the same addresses of its own DRAM); `done` is high when every PE is done, `busy
 PE is busy, `cycles` counts from `start` until every PE is done; PE k's channel is
 `mem_<k>`, its results `res_<r>_<k>` and `overflow_<g>_<k>`.
 
-`Top(compiled, dram, ring=plan)` wraps one PE with a ring all-reduce (pe.py) and also has its
-`pe_x`, `base_<result>` and the link pairs of collective.ring_links: the module a mesh top (mesh_top.py)
+`Top(compiled, dram, rings=plans)` wraps one PE with collective phases (pe.py) and also has
+its members of phases.members (coordinates, phase results' bases, links): the module a mesh
+top (mesh_top.py)
 instantiates once per PE.
 
 Timing: the PEs' own (pe.py); with several PEs, `done` and `cycles` are combined one cycle
@@ -35,8 +36,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..dram import DramConfig
-from . import memchannel
-from .collective import ring_links
+from . import memchannel, phases
 from .datapath import dtype_shape
 from .pe import PE
 
@@ -44,13 +44,13 @@ from .pe import PE
 class Top(wiring.Component):
     """`pes` PEs of a compiled kernel (passes.Compiled) on `dram` channels; see the module doc."""
 
-    def __init__(self, compiled, dram: DramConfig, pes: int = 1, ring=None):
+    def __init__(self, compiled, dram: DramConfig, pes: int = 1, rings=()):
         if pes < 1:
             raise ValueError("a top holds at least one PE")
-        if ring is not None and pes != 1:
-            raise ValueError("a PE with a ring collective is wrapped one to a top (hw/mesh_top.py)")
-        self.compiled, self.dram, self.ring = compiled, dram, ring
-        self.pes = [PE(compiled, dram, ring) for _ in range(pes)]
+        if rings and pes != 1:
+            raise ValueError("a PE with collectives is wrapped one to a top (hw/mesh_top.py)")
+        self.compiled, self.dram, self.rings = compiled, dram, tuple(rings)
+        self.pes = [PE(compiled, dram, rings) for _ in range(pes)]
         first = self.pes[0]
         self.plans, self.word_bits, self.unit_names = first.plans, first.word_bits, first.unit_names
         self.tag_bits = first.tag_bits
@@ -68,9 +68,9 @@ class Top(wiring.Component):
             for g in prog.groups:
                 members[f"overflow_{g.name}{suffix}"] = Out(1)
             members[f"mem{suffix}"] = Out(channel)
-        if ring is not None:
-            for name in ("pe_x", f"base_{ring.dst}", *(n for pair in ring_links(ring) for n in pair)):
-                members[name] = first.signature.members[name]
+        self.extra = list(phases.members(self.rings, dram.addr_bits)) if self.rings else []
+        for name in self.extra:
+            members[name] = first.signature.members[name]
         super().__init__(members)
 
     @property
@@ -95,15 +95,15 @@ class Top(wiring.Component):
             for g in prog.groups:
                 m.d.comb += getattr(self, f"overflow_{g.name}{suffix}").eq(getattr(pe, f"overflow_{g.name}"))
             memchannel.connect_flat(m, pe.mem, getattr(self, f"mem{suffix}"))
-        if self.ring is not None:
-            pe = self.pe
-            m.d.comb += [
-                pe.pe_x.eq(self.pe_x),
-                getattr(pe, f"base_{self.ring.dst}").eq(getattr(self, f"base_{self.ring.dst}")),
-            ]
-            for tx, rx in ring_links(self.ring):
-                wiring.connect(m, getattr(pe, tx), wiring.flipped(getattr(self, tx)))
-                wiring.connect(m, wiring.flipped(getattr(self, rx)), getattr(pe, rx))
+        for name in self.extra:  # a mesh PE's coordinates, phase bases and links: passed through
+            member = self.signature.members[name]
+            if member.is_port:
+                if member.flow == In:
+                    m.d.comb += getattr(self.pe, name).eq(getattr(self, name))
+            elif member.flow == Out:
+                wiring.connect(m, getattr(self.pe, name), wiring.flipped(getattr(self, name)))
+            else:
+                wiring.connect(m, wiring.flipped(getattr(self, name)), getattr(self.pe, name))
         if single:
             m.d.comb += [self.done.eq(self.pe.done), self.busy.eq(self.pe.busy), self.cycles.eq(self.pe.cycles)]
             return m

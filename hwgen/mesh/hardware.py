@@ -22,6 +22,7 @@ slice with the fastest predicted cycles). Every PE has the same DRAM layout.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .. import ir
@@ -45,18 +46,32 @@ MIN_SLICE = 32  # the receive FIFO holds a slice of at least this many words bey
 
 @dataclass(frozen=True)
 class MeshPlan:
-    """A supported mesh kernel: the per-PE `program`, its `ring` (collective.RingPlan), the
-    kernel's `mesh`, each parameter's in_spec (name -> hw.P) and the result's `out_spec`."""
+    """A supported mesh kernel: the per-PE `program`, its collective as `rings` (the phases,
+    collective.RingPlans, run in order: hw/phases.py), the kernel's `mesh`, each parameter's
+    in_spec (name -> hw.P), the result's `out_spec` and the collective's `axes`."""
 
     program: Program
-    ring: RingPlan
+    rings: tuple
     mesh: object
     in_specs: dict
     out_spec: object
+    axes: tuple
+    kind: str  # the whole collective's: all_reduce, reduce_scatter or all_gather
+    words: int  # the whole (reduced or gathered) vector's words
 
     @property
     def p(self) -> int:
         return self.mesh.size
+
+    @property
+    def last(self) -> RingPlan:
+        """The last phase: it writes the kernel's result."""
+        return self.rings[-1]
+
+    @property
+    def replicated(self) -> bool:
+        """Whether every PE of a group ends with the same result (not a reduce-scatter)."""
+        return self.kind != "reduce_scatter"
 
 
 def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per unsupported form)
@@ -75,12 +90,11 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
             where or loc,
         )
 
-    if len(mesh.axis_names) != 1 or mesh.topology not in ("ring", "torus"):
-        refuse("the mesh must be one axis with topology 'ring' or 'torus'")
-    axis = mesh.axis_names[0]
-    p = mesh.size
-    if p < 2:
-        refuse("the ring needs at least 2 PEs")
+    if mesh.topology not in ("ring", "torus"):
+        refuse("the mesh must be a ring or a torus (links that wrap round)")
+    for a in mesh.axis_names:
+        if not a.isidentifier() or not a.isascii():
+            refuse(f"the axis name {a!r} must be a plain identifier (it names Verilog ports)")
     link = kernel.link or LinkConfig()
     if link.words_per_cycle != 1:
         refuse("links of more than one word per cycle are not built yet")
@@ -96,8 +110,9 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
     coll = sm.body[0]
     if not isinstance(coll, ir.Collective) or coll.kind not in OPS:
         refuse("the shard_map body must return one collective of an array", sm.loc)
-    if tuple(coll.axes) != (axis,):
-        refuse(f"the collective must run over the ring axis '{axis}'", coll.loc)
+    axes = tuple(coll.axes)
+    if any(mesh.shape[a] < 2 for a in axes):
+        refuse("every axis the collective runs over needs at least 2 PEs", coll.loc)
     v = coll.operand
     if len(v.shape) != 1:
         refuse(f"the operand of {coll.kind} must be a 1-D array", coll.loc)
@@ -106,6 +121,8 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
         refuse("hw.psum_scatter must be tiled=True (its result a 1-D block)", coll.loc)
     if kind == "all_gather" and coll.param("axis") != 0:
         refuse("hw.all_gather must gather along axis 0", coll.loc)
+    group = math.prod(mesh.shape[a] for a in axes)
+    p = group
     n = v.shape[0] * (p if kind == "all_gather" else 1)  # the whole vector's words
     dtype = v.dtype
     if dtype.is_bool:
@@ -115,8 +132,8 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
     if n % p:
         refuse(f"the ring size {p} must divide the reduced length {n}", coll.loc)
     m = v.shape[0]  # the operand's words
-    if tuple(sm.out_specs[0].entries) not in ((), ((axis,),)):
-        refuse("out_specs must be hw.P() or hw.P('{axis}')", sm.loc)
+    if any(e is not None for e in sm.out_specs[0].entries[1:]):
+        refuse("out_specs may split dimension 0 only", sm.loc)
     # the arguments: the kernel's arrays, each passed once, split on dimension 0 or replicated
     params = {pp.name: pp for pp in prog.params}
     if any(not pp.is_array for pp in prog.params):
@@ -149,15 +166,39 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
         body = ir.Map((dim,), ir.Read(body, (ir.Index(dim.name),)), loc=coll.loc)
     partial = _fresh("partial", set(params) | {res.port.name})
     local = Program(prog.name, tuple(local_params), (Result(Port(partial, dtype, (m,)), body),), extents, prog.loc)
-    ring = ring_plan(n, p, link.latency, kind, op, dtype, partial, res.port.name, dram)
-    if ring is None:
-        need = ", and an all-gather needs beats of at least 2 words (its writes need twice the ring's rate)"
-        raise UnsupportedError(
-            f"cannot {what} kernel '{kernel.name}': each PE's block of {n // p} words must be a multiple of "
-            f"the DRAM beat ({dram.words_per_cycle} words){need if kind == 'all_gather' else ''}",
-            coll.loc,
-        )
-    return MeshPlan(local, ring, mesh, in_specs, sm.out_specs[0])
+    rings = []
+    for k, (step, a) in enumerate(phase_list(kind, axes)):
+        words = rings[-1].dst_words if rings else m  # the phase's operand
+        q = mesh.shape[a]
+        whole = words * q if step == "all_gather" else words
+        last = k == len(phase_list(kind, axes)) - 1
+        src = rings[-1].dst if rings else partial
+        dst = res.port.name if last else _fresh(f"phase{k}", set(params) | {res.port.name, partial})
+        ring = ring_plan(whole, q, link.latency, step, op, dtype, src, dst, dram, a) if whole % q == 0 else None
+        if ring is None:
+            need = ", and an all-gather needs beats of at least 2 words (its writes need twice the ring's rate)"
+            raise UnsupportedError(
+                f"cannot {what} kernel '{kernel.name}': the {step.replace('_', '-')} along '{a}' of "
+                f"{whole} words needs each of its {q} blocks to be a multiple of the DRAM beat "
+                f"({dram.words_per_cycle} words){need if step == 'all_gather' else ''}",
+                coll.loc,
+            )
+        rings.append(ring)
+    return MeshPlan(local, tuple(rings), mesh, in_specs, sm.out_specs[0], axes, kind, n)
+
+
+def phase_list(kind: str, axes: tuple) -> list:
+    """The ring phases (kind, axis) of a collective over `axes` (major first): an all-reduce
+    over several axes is a reduce-scatter along the first, an all-reduce over the rest and an
+    all-gather along the first; a reduce-scatter scatters along each axis in turn, major
+    first (PE (i, j) keeps block i * size(j) + j); an all-gather gathers minor first."""
+    if kind == "all_reduce":
+        if len(axes) == 1:
+            return [(kind, axes[0])]
+        return [("reduce_scatter", axes[0]), *phase_list(kind, axes[1:]), ("all_gather", axes[0])]
+    if kind == "reduce_scatter":
+        return [(kind, a) for a in axes]
+    return [(kind, a) for a in reversed(axes)]
 
 
 def ring_fifo(latency: int) -> tuple:
@@ -181,7 +222,7 @@ def _fresh(name: str, taken: set) -> str:
     return out
 
 
-def ring_plan(n: int, p: int, latency: int, kind: str, op: str, dtype, src: str, dst: str, dram):
+def ring_plan(n: int, p: int, latency: int, kind: str, op: str, dtype, src: str, dst: str, dram, axis: str):
     """The fastest RingPlan (by model.ring_collective_cycles) for a collective `kind` of an
     n-word vector on p PEs: one or two directions (two need beats of at least four words: the
     DRAM side then moves words at twice the rate both engines use them, so a burst of final
@@ -200,7 +241,7 @@ def ring_plan(n: int, p: int, latency: int, kind: str, op: str, dtype, src: str,
             continue  # an all-gather's own slices come in bursts: its writes need twice the rate
         for s in range(1, min(chunk, most) + 1):
             if chunk % s == 0:
-                plan = RingPlan(n, p, s, depth, latency, op, dtype, src, dst, dirs, kind)
+                plan = RingPlan(n, p, s, depth, latency, op, dtype, src, dst, dirs, kind, axis)
                 key = (ring_collective_cycles(plan, dram), -dirs, -s)
                 if best is None or key < best[0]:
                     best = (key, plan)
@@ -238,7 +279,7 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None) -> MeshDesig
     from ..hw.link import LinkWire
     from ..hw.mesh_top import mesh_top_verilog, pe_ports
     from ..hw.top import Top
-    from ..model import predict_mesh, ring_link_bound
+    from ..model import mesh_link_bound, predict_mesh
     from ..passes import compile
     from ..verilog import to_verilog
 
@@ -246,14 +287,15 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None) -> MeshDesig
     dram = dram or DramConfig()
     mp = plan(kernel, what, dram)
     compiled = compile(mp.program, kernel.schedule, dram.words_per_cycle, show_ir)
-    top = Top(compiled, dram, ring=mp.ring)
+    top = Top(compiled, dram, rings=mp.rings)
     name = kernel.name
-    bits = mp.ring.dtype.bits
+    first = mp.rings[0]
+    bits = first.dtype.bits
     pe_v = to_verilog(top, f"{name}_pe")
-    wire_v = to_verilog(LinkWire(bits, 1, mp.ring.latency), f"{name}_wire")
-    top_v = mesh_top_verilog(name, pe_ports(top), mp.p, f"{name}_pe", f"{name}_wire", bits)
-    model = predict_mesh(compiled, dram, mp.ring)
-    ring = mp.ring
+    wire_v = to_verilog(LinkWire(bits, 1, first.latency), f"{name}_wire")
+    top_v = mesh_top_verilog(name, pe_ports(top), mp.mesh, f"{name}_pe", f"{name}_wire", bits)
+    link_bound = mesh_link_bound(mp.kind, mp.words, math.prod(mp.mesh.shape[a] for a in mp.axes), len(mp.axes))
+    model = predict_mesh(compiled, dram, mp.rings, link_bound)
     report = {
         "kernel": name,
         "schedule": kernel.schedule.describe(),
@@ -263,17 +305,8 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None) -> MeshDesig
             "topology": mp.mesh.topology,
             "pes": mp.p,
         },
-        "link": {"latency": ring.latency, "words_per_cycle": 1, "fifo_depth": ring.depth, "directions": ring.dirs},
-        "collective": {
-            "unit": "RingCollective",
-            "kind": ring.kind,
-            "op": ring.op,
-            "words": ring.n,
-            "directions": ring.dirs,
-            "chunk": ring.chunk,
-            "slice": ring.slice,
-            "rounds": ring.rounds,
-        },
+        "link": {"latency": first.latency, "words_per_cycle": 1, "fifo_depth": max(r.depth for r in mp.rings)},
+        "collective": {"axes": list(mp.axes), "op": first.op, "phases": [_phase_report(r) for r in mp.rings]},
         "dram": {
             "latency": dram.latency,
             "words_per_cycle": dram.words_per_cycle,
@@ -284,13 +317,27 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None) -> MeshDesig
         "roofline_cycles": model.roofline,
         "compute_bound_cycles": model.compute_bound,
         "memory_bound_cycles": model.memory_bound,
-        "link_bound_cycles": ring_link_bound(ring),
+        "link_bound_cycles": link_bound,
         "lanes": model.lanes,
         "controllers": model.tree,
         "build_seconds": round(time.perf_counter() - started, 3),
     }
     verilog = "\n".join((top_v, pe_v, wire_v))
     return MeshDesign(kernel, dram, compiled, mp, top, verilog, report, {})
+
+
+def _phase_report(r: RingPlan) -> dict:
+    return {
+        "unit": "RingCollective",
+        "kind": r.kind,
+        "axis": r.axis,
+        "pes": r.p,
+        "words": r.n,
+        "directions": r.dirs,
+        "chunk": r.chunk,
+        "slice": r.slice,
+        "rounds": r.rounds,
+    }
 
 
 def build(kernel, out_dir="rtl_out", dram=None, show_ir=None) -> MeshDesign:

@@ -23,16 +23,9 @@ from ..dram import DramConfig
 from ..errors import MismatchError, SimulationError, user_loc
 from ..lang.signature import check_args, to_user
 from .hardware import elaborate
+from .spmd import block, join
 
 _DRAM_V = Path(harness.__file__).with_name("dram.v")
-
-
-def local_blocks(value: np.ndarray, spec, pe: int, p: int) -> np.ndarray:
-    """PE `pe`'s block of a global array under a 1-D mesh's spec (dimension 0 split or not)."""
-    if not spec.entries or spec.entries[0] is None:
-        return value
-    n = value.shape[0] // p
-    return value[pe * n : (pe + 1) * n]
 
 
 def timeout_cycles(predicted: int, dram: DramConfig) -> int:
@@ -65,7 +58,10 @@ def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str 
     try:
         images = []
         for k in range(p):
-            local = {name: local_blocks(values[name], mp.in_specs[name], k, p) for name in mp.in_specs}
+            at = mp.mesh.coords(k)
+            local = {
+                name: values[name][block(values[name].shape, mp.in_specs[name], mp.mesh, at)] for name in mp.in_specs
+            }
             images.append(layout.image(local))
             harness.write_hex(work / f"dram_in.hex.{k}", images[-1], layout.word_bits)
         predicted = design.report["predicted_cycles"]
@@ -97,7 +93,7 @@ def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str 
             raise SimulationError(
                 f"kernel '{kernel.name}' did not finish within {timeout} cycles (predicted {predicted}): "
                 f"the mesh hangs; PE(s) {', '.join(map(str, stalled))} of {p} not done (each PE runs "
-                f"its program, then ring0, the RingCollective)",
+                f"its program, then its collective phases {', '.join(f'ring{k}' for k in range(len(mp.rings)))})",
                 loc,
             )
         if result["fault"]:
@@ -118,24 +114,29 @@ def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str 
                     f"({len(stray)} words, first at word {int(stray[0])})",
                     loc,
                 )
-            copies.append(outs[mp.ring.dst])
+            copies.append(outs[mp.last.dst])
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    for k in range(1, p if mp.ring.stores_all else 1):
-        if not np.array_equal(copies[k], copies[0]):
-            i = int(np.argwhere(copies[k] != copies[0])[0][0])
-            raise MismatchError(
-                f"kernel '{kernel.name}': PE {k}'s copy of the replicated result differs from PE 0's at "
-                f"local index {i}: {copies[k][i]} vs {copies[0][i]}",
-                mp.ring.dst,
-                (i,),
-                copies[0][i],
-                copies[k][i],
-                loc,
-            )
-    spec = mp.out_spec
+    if mp.replicated:  # every PE of a group holds the same result
+        others = [a for a in mp.mesh.axis_names if a not in mp.axes]
+        first = {}
+        for k in range(p):
+            at = dict(zip(mp.mesh.axis_names, mp.mesh.coords(k)))
+            j = first.setdefault(tuple(at[a] for a in others), k)
+            if not np.array_equal(copies[k], copies[j]):
+                i = int(np.argwhere(copies[k] != copies[j])[0][0])
+                raise MismatchError(
+                    f"kernel '{kernel.name}': PE {k}'s copy of the replicated result differs from PE {j}'s at "
+                    f"local index {i}: {copies[k][i]} vs {copies[j][i]}",
+                    mp.last.dst,
+                    (i,),
+                    copies[j][i],
+                    copies[k][i],
+                    loc,
+                )
     port = kernel.results[0]
-    glob = (copies[0] if not spec.entries else np.concatenate(copies)).reshape(port.shape)
+    local_shape = kernel.program.results[0].node.shard_map.body[0].shape
+    glob = join([c.reshape(local_shape) for c in copies], mp.out_spec, mp.mesh).reshape(port.shape)
     t2 = time.perf_counter()
     return SimResult(
         outputs=to_user(port, glob),

@@ -1,0 +1,97 @@
+"""The collective phases of a mesh PE: RingCollective units (collective.py) run one after
+another once the PE's program is done, e.g. a psum over two axes of a torus as a
+reduce-scatter along the first, an all-reduce along the second and an all-gather along the
+first (mesh/hardware.py plans them). Each unit is a read and a write client of the PE's DRAM
+arbiter; phase k reads the array phase k - 1 wrote.
+
+Every phase runs along one mesh axis a, on the PE's links of that axis: one pair per
+direction, `<a>_next_tx` / `<a>_prev_rx` (to and from the neighbours at coordinate +1 and -1
+along a) and, when some phase on a runs both ways, `<a>_prev_tx` / `<a>_next_rx`. The
+phases on one axis share its links: one phase runs at a time, and an idle unit neither shows
+a word to a link nor takes one, so the streams are combined with ORs.
+
+Members a PE gains (`members`): `pe_<a>: In` its coordinate along each axis a phase uses,
+`base_<dst>: In(addr)` for every phase's result array, and the links.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Const, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .collective import RingCollective, ring_links
+from .link import LinkRx, LinkTx, link_signature
+
+
+def axes_links(rings) -> dict:
+    """axis -> [(sending port, receiving port)] for every direction some phase uses."""
+    out = {}
+    for r in rings:
+        links = ring_links(r)
+        if len(links) > len(out.get(r.axis, [])):
+            out[r.axis] = links
+    return out
+
+
+def members(rings, addr_bits: int) -> dict:
+    out = {}
+    for r in rings:
+        out[f"pe_{r.axis}"] = In(range(r.p))
+        out[f"base_{r.dst}"] = In(addr_bits)
+    bits = rings[0].dtype.bits
+    for links in axes_links(rings).values():
+        for tx, rx in links:
+            out[tx] = Out(link_signature(bits, 1))
+            out[rx] = In(link_signature(bits, 1))
+    return out
+
+
+def units(rings, words: int, word_bits: int, addr_bits: int) -> list:
+    return [RingCollective(r, words, word_bits, addr_bits) for r in rings]
+
+
+def elaborate(m, pe, rings, colls, go, bases: dict):
+    """Wire the phases into PE `pe` (its members as above): phase 0 starts on `go`, phase k + 1
+    when phase k is done; `bases` maps the program's arrays to their base registers. Returns
+    the last phase's done."""
+    dst = {}
+    for r in rings:
+        dst[r.dst] = Signal(pe.dram.addr_bits, name=f"base_{r.dst}_q")
+        with m.If(pe.start & ~pe.busy):
+            m.d.sync += dst[r.dst].eq(getattr(pe, f"base_{r.dst}"))
+    for k, (r, coll) in enumerate(zip(rings, colls)):
+        m.submodules[f"ring{k}"] = coll
+        m.d.comb += [
+            coll.go.eq(go),
+            coll.pe_x.eq(getattr(pe, f"pe_{r.axis}")),
+            coll.src_base.eq(bases[r.src] if r.src in bases else dst[r.src]),
+            coll.dst_base.eq(dst[r.dst]),
+        ]
+        go = coll.done
+    bits = rings[0].dtype.bits
+    for axis, links in axes_links(rings).items():
+        on = [(r, c) for r, c in zip(rings, colls) if r.axis == axis]
+        for h, (txname, rxname) in enumerate(links):
+            users = [c for r, c in on if r.dirs > h]
+            depth, latency = max(r.depth for r, _ in on), on[0][0].latency
+            m.submodules[f"{txname}"] = tx = LinkTx(bits, 1, depth, latency)
+            m.submodules[f"{rxname}"] = rx = LinkRx(bits, 1, depth, latency)
+            _share(m, [getattr(c, f"tx{h}") for c in users], tx.i, [getattr(c, f"rx{h}") for c in users], rx.o)
+            wiring.connect(m, tx.link, wiring.flipped(getattr(pe, txname)))
+            wiring.connect(m, wiring.flipped(getattr(pe, rxname)), rx.link)
+    return go
+
+
+def _share(m, txs: list, link_in, rxs: list, link_out) -> None:
+    """The units' send streams `txs` into one link sender's input, and one receiver's output
+    to the units' receive streams `rxs` (at most one unit is active at a time)."""
+    valid, payload, ready = Const(0, 1), Const(0, len(link_in.payload.as_value())), Const(0, 1)
+    for t in txs:
+        valid = valid | t.valid
+        payload = Mux(t.valid, t.payload.as_value(), payload)
+        m.d.comb += t.ready.eq(link_in.ready)
+    for r in rxs:
+        ready = ready | r.ready
+        m.d.comb += [r.valid.eq(link_out.valid), r.payload.eq(link_out.payload)]
+    m.d.comb += [link_in.valid.eq(valid), link_in.payload.eq(payload), link_out.ready.eq(ready)]
