@@ -3,17 +3,19 @@ build time and simulation speed. Writes docs/collectives.md and docs/collectives
 
     PYTHONPATH=.simpkg:. python benchmarks/collectives.py [--quick] [--scale P,P,...]
 
-Each case: a shard_map over a ring of p PEs whose body all-reduces its local block of n int32
-words (hw.psum of a copy of the block, tiled by 256), verified bit-exact against the golden model (which itself is
-checked against JAX in the tests). The collective unit's cycles are the measured cycles minus
-the per-PE program's predicted cycles (it copies the block to the unit's source array) and the
-top's 1. Its bound is the link bound of an all-reduce on a ring: each PE sends 2(p-1)/p * n
-words over its two outgoing links, one word per cycle each. The scaling table reports the
-Verilator build and simulation speed of the same kernel by PE count (64 PEs with --scale 64).
-The table covers the all-reduce; reduce-scatter and all-gather run on the same unit
-(tests/test_mesh_rtl.py checks their results and cycles).
+Each case: a shard_map over a ring or torus whose body all-reduces its local block of n int32
+words over every axis (hw.psum of a copy of the block, tiled by 256), verified bit-exact
+against the golden model (which itself is checked against JAX in the tests). The collective's
+cycles are the measured cycles minus the per-PE program's predicted cycles (it copies the
+block to the first phase's source array) and the top's 1. Its bound is the link bound of an
+all-reduce: each PE sends 2(p-1)/p * n words over its outgoing links (2 on a ring, 4 on a 2-D
+torus), one word per cycle each. The scaling table reports the Verilator build and
+simulation speed of the ring kernel by PE count (64 PEs with --scale 64). The table covers
+the all-reduce; reduce-scatter and all-gather run on the same unit (tests/test_mesh_rtl.py
+checks their results and cycles).
 """
 
+import math
 import sys
 import time
 from pathlib import Path
@@ -26,25 +28,29 @@ from hwgen.model import predict
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 SIZES = (1024, 4096, 16384)
-RINGS = (4, 8)
-SCALE = (2, 4, 8, 16)
+MESHES = ((4,), (8,), (2, 2), (4, 4))
+SCALE = ((2,), (4,), (8,), (16,))
 
 
-def kernel(p, n, latency=8):
-    mesh = hw.Mesh((p,), ("x",), topology="ring")
+def kernel(shape, n, latency=8):
+    """psum of each PE's block of n words over every axis of a ring (one axis) or torus."""
+    names = ("x", "y")[: len(shape)]
+    mesh = hw.Mesh(shape, names, topology="ring" if len(shape) == 1 else "torus")
+    p = math.prod(shape)
 
     @hw.kernel(mesh=mesh, link=hw.LinkConfig(latency=latency), tile={"i": min(n, 256)})
     def allreduce(a: hw.Array[int32, n * p]):
         def body(b):
-            return hw.psum(hw.map(n, lambda i: b[i]), "x")
+            return hw.psum(hw.map(n, lambda i: b[i]), names if len(names) > 1 else names[0])
 
-        return hw.shard_map(body, mesh=mesh, in_specs=hw.P("x"), out_specs=hw.P())(a)
+        return hw.shard_map(body, mesh=mesh, in_specs=hw.P(names), out_specs=hw.P())(a)
 
     return allreduce
 
 
-def run(p, n, rng):
-    k = kernel(p, n)
+def run(shape, n, rng):
+    p = math.prod(shape)
+    k = kernel(shape, n)
     a = rng.integers(-(2**31), 2**31, size=n * p, dtype=np.int64).astype(np.int32)
     t = time.perf_counter()
     sim = k.verify(a)
@@ -53,13 +59,15 @@ def run(p, n, rng):
     body = predict(sim.design.compiled, sim.design.dram).cycles
     unit = sim.cycles - body - 1
     bound = r["link_bound_cycles"]
-    c = r["collective"]["phases"][0]
+    phases = r["collective"]["phases"]
     return {
         "p": p,
+        "mesh": f"ring of {p}" if len(shape) == 1 else f"{'x'.join(map(str, shape))} torus",
         "n": n,
-        "dirs": c["directions"],
-        "slice": c["slice"],
-        "rounds": c["rounds"],
+        "phases": " + ".join(f"{ph['kind'].replace('_', '-')} {ph['axis']}" for ph in phases),
+        "dirs": max(ph["directions"] for ph in phases),
+        "slice": phases[0]["slice"],
+        "rounds": phases[0]["rounds"],
         "measured": sim.cycles,
         "predicted": sim.predicted_cycles,
         "unit": unit,
@@ -74,12 +82,12 @@ def run(p, n, rng):
 
 def table(rows) -> list:
     out = [
-        "| PEs | words per PE | directions | slice x rounds | measured | predicted | unit | link bound | efficiency |",
+        "| PEs | words per PE | phases | directions | measured | predicted | unit | link bound | efficiency |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         out.append(
-            f"| ring of {r['p']} | {r['n']} | {r['dirs']} | {r['slice']} x {r['rounds']} | {r['measured']} | "
+            f"| {r['mesh']} | {r['n']} | {r['phases']} | {r['dirs']} | {r['measured']} | "
             f"{r['predicted']} | {r['unit']} | {r['bound']} | {r['efficiency']:.1%} |"
         )
     return out
@@ -100,14 +108,14 @@ def chart(rows, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    for p in sorted({r["p"] for r in rows}):
-        pts = [r for r in rows if r["p"] == p]
-        ax.plot([r["n"] for r in pts], [100 * r["efficiency"] for r in pts], "o-", label=f"ring of {p}")
+    for mesh in dict.fromkeys(r["mesh"] for r in rows):
+        pts = [r for r in rows if r["mesh"] == mesh]
+        ax.plot([r["n"] for r in pts], [100 * r["efficiency"] for r in pts], "o-", label=mesh)
     ax.axhline(95, color="grey", linestyle=":", linewidth=1)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("words per PE")
     ax.set_ylabel("% of the link bound")
-    ax.set_title("Ring all-reduce unit, int32, links of 1 word/cycle, latency 8")
+    ax.set_title("All-reduce units, int32, links of 1 word/cycle, latency 8")
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -118,27 +126,29 @@ def main(argv):
     scale = SCALE
     for a in argv:
         if a.startswith("--scale"):
-            scale = tuple(int(x) for x in a.split("=", 1)[1].split(","))
+            scale = tuple((int(x),) for x in a.split("=", 1)[1].split(","))
     rng = np.random.default_rng(0)
     sizes = SIZES[:2] if quick else SIZES
     rows = []
-    for p in RINGS:
-        for n in sizes:
-            rows.append(run(p, n, rng))
+    for shape in MESHES:
+        for n in sizes if len(shape) == 1 or not quick else sizes[:1]:
+            rows.append(run(shape, n, rng))
             print(table(rows[-1:])[-1], flush=True)
     scaled = []
-    for p in scale:
-        scaled.append(run(p, 1024, rng))
+    for shape in scale:
+        scaled.append(run(shape, 1024, rng))
         print(scale_table(scaled[-1:])[-1], flush=True)
     text = [
         "# Collectives on mesh hardware",
         "",
         "Written by `PYTHONPATH=.simpkg:. python benchmarks/collectives.py` (see its docstring). A shard_map",
-        "on a ring all-reduces each PE's block of int32 words (`hw.psum`); links of 1 word per cycle and",
-        "8 cycles' latency, DRAM of 4 words per cycle and 20 cycles' latency. *unit* is the collective",
-        "unit's cycles (measured minus the per-PE program's and the top's); the *link bound* is",
-        "(p-1)/p x words: 2(p-1)/p x words sent over a PE's two outgoing links. Every run is bit-exact",
-        "against the golden model and predicted = measured.",
+        "all-reduces each PE's block of int32 words over every mesh axis (`hw.psum`); links of 1 word per",
+        "cycle and 8 cycles' latency, DRAM of 4 words per cycle and 20 cycles' latency. *unit* is the",
+        "collective's cycles (measured minus the per-PE program's and the top's); the *link bound*: each PE",
+        "sends 2(p-1)/p x words over its outgoing links (2 on a ring, 4 on a torus), one word per cycle",
+        "each. On a torus the phases run one after another, each on one axis's 2 links, so the unit can",
+        "reach at most half of the 4-link bound. Every run is bit-exact against the golden model and",
+        "predicted = measured.",
         "",
         *table(rows),
         "",

@@ -479,11 +479,15 @@ def ring_span(ring) -> int:
     return last + 1
 
 
-def mesh_link_bound(kind: str, n: int, group: int, axes: int) -> int:
+def mesh_link_bound(kind: str, n: int, group: int, axes: int, hops: int = 0) -> int:
     """Cycles a collective of an n-word vector over a group of `group` PEs spanning `axes` axes
     of a ring or torus needs at least: each PE sends (group - 1)/group * n words (twice that
     for an all-reduce: a reduce-scatter, then an all-gather) over its 2 * axes outgoing
-    links, one word per cycle each."""
+    links, one word per cycle each. A permute by a shift of k (or group - k: `hops`) on a
+    ring moves every block of n / group words k hops one way or group - k the other: split
+    at best, k (group - k) / group block-words per link."""
+    if kind == "permute":
+        return math.ceil(n // group * hops * (group - hops) / group)
     sends = (group - 1) * n * (2 if kind == "all_reduce" else 1)
     return math.ceil(sends / (2 * axes * group))
 

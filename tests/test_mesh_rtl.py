@@ -293,3 +293,52 @@ def test_scatter_and_gather_over_two_axes_keep_jax_block_order():
     b = wide(16 * 8)
     sim = torus_kernel("all_gather", (2, 4), ("x", "y"), 16, 8).verify(b)
     check(sim, b ^ 5)
+
+
+@pytest.mark.parametrize(
+    "p, m, latency, shift, partial",
+    [(4, 64, 8, 1, False), (4, 64, 3, 2, False), (8, 32, 1, 7, True)],
+)
+def test_ppermute_shifts_the_blocks_round_the_ring(p, m, latency, shift, partial):
+    """A shift of k goes the shorter way round (k = 7 of 8: one hop back), half each way when
+    k is half the ring; a PE that is no destination gets zeros."""
+    mesh = hw.Mesh((p,), ("x",), topology="ring")
+    perm = [(i, (i + shift) % p) for i in range(p - 1 if partial else p)]
+
+    @hw.kernel(mesh=mesh, link=hw.LinkConfig(latency=latency))
+    def shifted(a: hw.Array[int32, m * p]):
+        def body(b):
+            return hw.ppermute(hw.map(m, lambda i: b[i] - 7), "x", perm)
+
+        return hw.shard_map(body, mesh=mesh, in_specs=hw.P("x"), out_specs=hw.P("x"))(a)
+
+    a = wide(m * p)
+    with np.errstate(over="ignore"):
+        blocks = (a - 7).reshape(p, m)
+    want = np.zeros_like(blocks)
+    for s, d in perm:
+        want[d] = blocks[s]
+    sim = shifted.verify(a)
+    check(sim, want.reshape(-1))
+    ring = phase(sim)
+    assert ring["kind"] == "permute" and ring["directions"] == (2 if 2 * shift == p else 1)
+
+
+def test_ppermute_along_one_axis_of_a_torus_and_a_perm_that_is_no_shift():
+    mesh = hw.Mesh((2, 4), ("x", "y"), topology="torus")
+
+    def kernel(perm):
+        @hw.kernel(mesh=mesh, link=hw.LinkConfig(latency=2))  # L:noshift
+        def k(a: hw.Array[int32, 16 * 8]):
+            body = lambda b: hw.ppermute(hw.map(16, lambda i: b[i] + 1), "y", perm)  # noqa: E731
+            return hw.shard_map(body, mesh=mesh, in_specs=hw.P(("x", "y")), out_specs=hw.P(("x", "y")))(a)
+
+        return k
+
+    a = wide(16 * 8)
+    blocks = (a + 1).reshape(2, 4, 16)
+    sim = kernel([(j, (j + 1) % 4) for j in range(4)]).verify(a)
+    check(sim, np.roll(blocks, 1, axis=1).reshape(-1))
+    with pytest.raises(hw.UnsupportedError) as e:
+        kernel([(0, 1), (1, 0), (2, 3), (3, 2)]).elaborate()
+    assert "perm must be one shift along the ring" in e.value.message

@@ -115,6 +115,9 @@ class RingPlan:
     dirs: int = 1
     kind: str = "all_reduce"
     axis: str = "x"  # the mesh axis the ring runs along (its link port names)
+    hops: int = 0  # a permute's: how far each block goes (along engine 0's way)
+    reverse: bool = False  # a one-way permute whose engine sends to the previous PE
+    receivers: int = 0  # a permute's destinations, a bit per coordinate (the others get zeros)
 
     @property
     def half(self) -> int:
@@ -123,18 +126,25 @@ class RingPlan:
 
     @property
     def steps(self) -> int:
-        """Steps a round pops: reduce-scatter then all-gather, or one of them."""
+        """Steps a round pops: reduce-scatter then all-gather, one of them, or a permute's hops."""
+        if self.kind == "permute":
+            return self.hops
         return 2 * self.p - 2 if self.kind == "all_reduce" else self.p - 1
 
     @property
+    def ways(self) -> tuple:
+        """Each engine's way round: +1 sends to the next PE along the axis, -1 to the previous."""
+        return (1, -1) if self.dirs == 2 else ((-1,) if self.reverse else (1,))
+
+    @property
     def loads_all(self) -> bool:
-        """Whether the operand has every chunk (else only the PE's own: all-gather)."""
-        return self.kind != "all_gather"
+        """Whether the operand has every chunk (else only the PE's own: all-gather, permute)."""
+        return self.kind in ("all_reduce", "reduce_scatter")
 
     @property
     def stores_all(self) -> bool:
-        """Whether the result has every chunk (else only the PE's own: reduce-scatter)."""
-        return self.kind != "reduce_scatter"
+        """Whether the result has every chunk (else one: reduce-scatter, permute)."""
+        return self.kind in ("all_reduce", "all_gather")
 
     @property
     def src_words(self) -> int:
@@ -184,16 +194,16 @@ class RingPlan:
 
 
 def ring_links(plan: RingPlan) -> list:
-    """(sending, receiving) PE port names of each engine's links: engine 0 sends to the next
-    PE along the plan's axis a (coordinate + 1) and receives from the previous one; engine 1
-    the other way round."""
+    """(sending, receiving) PE port names of each engine's links along the plan's axis a: an
+    engine of way +1 sends to the next PE (coordinate + 1) and receives from the previous
+    one; of way -1 the other way round."""
     a = plan.axis
-    return [(f"{a}_next_tx", f"{a}_prev_rx"), (f"{a}_prev_tx", f"{a}_next_rx")][: plan.dirs]
+    return [(f"{a}_next_tx", f"{a}_prev_rx") if w > 0 else (f"{a}_prev_tx", f"{a}_next_rx") for w in plan.ways]
 
 
 OUT_FIFO = 4  # words between the ALU and the link sender
 STATES = ("IDLE", "BASES", "LOAD", "RING", "DRAIN", "STORE")
-KINDS = ("all_reduce", "reduce_scatter", "all_gather")
+KINDS = ("all_reduce", "reduce_scatter", "all_gather", "permute")
 
 
 class RingCollective(wiring.Component):
@@ -318,7 +328,7 @@ class _Engine:
     def __init__(self, unit: RingCollective, h: int):
         plan = unit.plan
         p, C, S, ne = plan.p, plan.chunk, plan.slice, plan.half
-        self.unit, self.h, self.sign = unit, h, -1 if h == 0 else 1
+        self.unit, self.h, self.sign = unit, h, -plan.ways[h]
         self.rows = ne // unit.words
         self.tx, self.rx = getattr(unit, f"tx{h}"), getattr(unit, f"rx{h}")
         self.buf = Memory(shape=unsigned(unit.words * unit.bits), depth=self.rows, init=[])
@@ -367,7 +377,7 @@ class _Engine:
         return Mux(cbase == (p - 1) * C, 0, cbase + C)
 
     def bases(self, m) -> None:
-        gather = self.unit.plan.kind == "all_gather"
+        gather = not self.unit.plan.loads_all  # from the own chunk
         m.d.sync += [
             self.send_base.eq(self.chunk_base(0 if gather else 1)),
             self.fwd_base.eq(self.chunk_base(1 if gather else 2)),
@@ -395,6 +405,8 @@ class _Engine:
             return step <= p - 2, step >= p - 2, step < last, step >= p - 2
         if plan.kind == "reduce_scatter":
             return Const(1, 1), step == last, step < last, step == last
+        if plan.kind == "permute":
+            return Const(0, 1), step == last, step < last, step == last
         return Const(0, 1), Const(1, 1), step < last, Const(1, 1)
 
     def elaborate(self, m, ring) -> None:
@@ -619,6 +631,9 @@ class _LoadStore:
         data = engines[0].sp.data
         for h in range(1, len(engines)):
             data = Mux(st1_turn == h, engines[h].sp.data, data)
+        plan = unit.plan
+        if plan.kind == "permute" and plan.receivers != (1 << plan.p) - 1:  # no source: zeros
+            data = Mux((Const(plan.receivers, plan.p) >> engines[0].x)[0], data, 0)
         m.d.comb += [
             wq.w_en.eq(st1),
             wq.w_data.eq(Cat(*(_widen(data[j * bits : (j + 1) * bits], unit.dram_bits) for j in range(W)))),
@@ -651,7 +666,10 @@ class _Turns:
 
     def reset(self, m) -> None:
         plan = self.unit.plan
-        first = 1 if self.load and plan.kind != "all_gather" else 0
+        if self.load:
+            first = 1 if plan.loads_all else 0  # the operand: its chunks from chunk(1), else the own
+        else:
+            first = plan.hops if plan.kind == "permute" else 0  # a permute keeps the one it receives
         m.d.sync += self.turn.eq(0)
         for e, walk in zip(self.engines, self.walks):
             walk.reset(m, e.chunk_base(first) if walk.by_chunk else 0)

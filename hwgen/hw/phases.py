@@ -28,9 +28,9 @@ def axes_links(rings) -> dict:
     """axis -> [(sending port, receiving port)] for every direction some phase uses."""
     out = {}
     for r in rings:
-        links = ring_links(r)
-        if len(links) > len(out.get(r.axis, [])):
-            out[r.axis] = links
+        for pair in ring_links(r):
+            if pair not in out.setdefault(r.axis, []):
+                out[r.axis].append(pair)
     return out
 
 
@@ -72,12 +72,14 @@ def elaborate(m, pe, rings, colls, go, bases: dict):
     bits = rings[0].dtype.bits
     for axis, links in axes_links(rings).items():
         on = [(r, c) for r, c in zip(rings, colls) if r.axis == axis]
-        for h, (txname, rxname) in enumerate(links):
-            users = [c for r, c in on if r.dirs > h]
+        for pair in links:
+            txname, rxname = pair
+            users = [(c, h) for r, c in on for h, q in enumerate(ring_links(r)) if q == pair]
             depth, latency = max(r.depth for r, _ in on), on[0][0].latency
             m.submodules[f"{txname}"] = tx = LinkTx(bits, 1, depth, latency)
             m.submodules[f"{rxname}"] = rx = LinkRx(bits, 1, depth, latency)
-            _share(m, [getattr(c, f"tx{h}") for c in users], tx.i, [getattr(c, f"rx{h}") for c in users], rx.o)
+            txs = [getattr(c, f"tx{h}") for c, h in users]
+            _share(m, txs, tx.i, [getattr(c, f"rx{h}") for c, h in users], rx.o)
             wiring.connect(m, tx.link, wiring.flipped(getattr(pe, txname)))
             wiring.connect(m, wiring.flipped(getattr(pe, rxname)), rx.link)
     return go

@@ -40,6 +40,7 @@ OPS = {
     "pmin": ("all_reduce", "min"),
     "psum_scatter": ("reduce_scatter", "add"),
     "all_gather": ("all_gather", "add"),
+    "ppermute": ("permute", "add"),
 }
 MIN_SLICE = 32  # the receive FIFO holds a slice of at least this many words beyond the latency
 
@@ -71,7 +72,7 @@ class MeshPlan:
     @property
     def replicated(self) -> bool:
         """Whether every PE of a group ends with the same result (not a reduce-scatter)."""
-        return self.kind != "reduce_scatter"
+        return self.kind in ("all_reduce", "all_gather")
 
 
 def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per unsupported form)
@@ -121,9 +122,16 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
         refuse("hw.psum_scatter must be tiled=True (its result a 1-D block)", coll.loc)
     if kind == "all_gather" and coll.param("axis") != 0:
         refuse("hw.all_gather must gather along axis 0", coll.loc)
+    perm = coll.param("perm") if kind == "permute" else ()
+    if kind == "permute":
+        if len(axes) != 1:
+            refuse("hw.ppermute must run over one axis", coll.loc)
+        shifts = {(d - s) % mesh.shape[axes[0]] for s, d in perm}
+        if len(shifts) != 1 or 0 in shifts:
+            refuse("hw.ppermute's perm must be one shift along the ring: (i, (i + k) mod p) pairs, k != 0", coll.loc)
     group = math.prod(mesh.shape[a] for a in axes)
     p = group
-    n = v.shape[0] * (p if kind == "all_gather" else 1)  # the whole vector's words
+    n = v.shape[0] * (p if kind in ("all_gather", "permute") else 1)  # the whole vector's words
     dtype = v.dtype
     if dtype.is_bool:
         refuse(f"the reduced value must be integers, not {dtype.name}", coll.loc)
@@ -170,11 +178,11 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
     for k, (step, a) in enumerate(phase_list(kind, axes)):
         words = rings[-1].dst_words if rings else m  # the phase's operand
         q = mesh.shape[a]
-        whole = words * q if step == "all_gather" else words
+        whole = words * q if step in ("all_gather", "permute") else words
         last = k == len(phase_list(kind, axes)) - 1
         src = rings[-1].dst if rings else partial
         dst = res.port.name if last else _fresh(f"phase{k}", set(params) | {res.port.name, partial})
-        ring = ring_plan(whole, q, link.latency, step, op, dtype, src, dst, dram, a) if whole % q == 0 else None
+        ring = ring_plan(whole, q, link.latency, step, op, dtype, src, dst, dram, a, perm) if whole % q == 0 else None
         if ring is None:
             need = ", and an all-gather needs beats of at least 2 words (its writes need twice the ring's rate)"
             raise UnsupportedError(
@@ -196,7 +204,7 @@ def phase_list(kind: str, axes: tuple) -> list:
         if len(axes) == 1:
             return [(kind, axes[0])]
         return [("reduce_scatter", axes[0]), *phase_list(kind, axes[1:]), ("all_gather", axes[0])]
-    if kind == "reduce_scatter":
+    if kind in ("reduce_scatter", "permute"):
         return [(kind, a) for a in axes]
     return [(kind, a) for a in reversed(axes)]
 
@@ -222,26 +230,36 @@ def _fresh(name: str, taken: set) -> str:
     return out
 
 
-def ring_plan(n: int, p: int, latency: int, kind: str, op: str, dtype, src: str, dst: str, dram, axis: str):
+def ring_plan(n: int, p: int, latency: int, kind: str, op: str, dtype, src: str, dst: str, dram, axis: str, perm=()):
     """The fastest RingPlan (by model.ring_collective_cycles) for a collective `kind` of an
-    n-word vector on p PEs: one or two directions (two need beats of at least four words: the
-    DRAM side then moves words at twice the rate both engines use them, so a burst of final
-    slices never delays the end), and a slice dividing the chunk, at most ring_fifo's largest. None
-    when no plan fits the DRAM beat (collective.RingCollective's conditions)."""
+    n-word vector on p PEs (a permute: by the (source, destination) pairs `perm`, one shift):
+    one or two directions (two need beats of at least four words: the DRAM side then moves
+    words at twice the rate both engines use them, so a burst of final slices never delays
+    the end; a permute goes the shorter way round, or both when that is half the ring), and a
+    slice dividing the chunk, at most ring_fifo's largest. None when no plan fits the DRAM
+    beat (collective.RingCollective's conditions)."""
     from ..model import ring_collective_cycles
 
     depth, most = ring_fifo(latency)
     W = dram.words_per_cycle
+    if kind == "permute":
+        k = (perm[0][1] - perm[0][0]) % p
+        receivers = sum(1 << d for _, d in perm)
+        ways = [(1, k, False), (1, p - k, True)] + ([(2, k, False)] if 2 * k == p else [])
+    else:
+        receivers, ways = 0, [(1, 0, False), (2, 0, False)]
     best = None
-    for dirs in (1, 2) if W >= 4 else (1,):
-        if n % (dirs * p) or (n // dirs) % W:
+    for dirs, hops, reverse in ways:
+        if dirs == 2 and W < 4 or n % (dirs * p) or (n // dirs) % W:
             continue
         chunk = n // dirs // p
         if chunk % W and (dirs > 1 or kind != "all_reduce") or kind == "all_gather" and W < 2 * dirs:
             continue  # an all-gather's own slices come in bursts: its writes need twice the rate
         for s in range(1, min(chunk, most) + 1):
             if chunk % s == 0:
-                plan = RingPlan(n, p, s, depth, latency, op, dtype, src, dst, dirs, kind, axis)
+                plan = RingPlan(
+                    n, p, s, depth, latency, op, dtype, src, dst, dirs, kind, axis, hops, reverse, receivers
+                )
                 key = (ring_collective_cycles(plan, dram), -dirs, -s)
                 if best is None or key < best[0]:
                     best = (key, plan)
@@ -294,7 +312,9 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None) -> MeshDesig
     pe_v = to_verilog(top, f"{name}_pe")
     wire_v = to_verilog(LinkWire(bits, 1, first.latency), f"{name}_wire")
     top_v = mesh_top_verilog(name, pe_ports(top), mp.mesh, f"{name}_pe", f"{name}_wire", bits)
-    link_bound = mesh_link_bound(mp.kind, mp.words, math.prod(mp.mesh.shape[a] for a in mp.axes), len(mp.axes))
+    link_bound = mesh_link_bound(
+        mp.kind, mp.words, math.prod(mp.mesh.shape[a] for a in mp.axes), len(mp.axes), first.hops
+    )
     model = predict_mesh(compiled, dram, mp.rings, link_bound)
     report = {
         "kernel": name,
