@@ -8,8 +8,8 @@
 
 A kernel may run on a mesh of processing elements (`mesh=`, an hw.Mesh, with `link=`, an
 hw.LinkConfig; see hwgen/mesh/). Its golden model works; build, elaborate, simulate and verify
-work for the programs hwgen/mesh/hardware.py supports (an all-reduce over a ring) and raise
-UnsupportedError for the others; synthesize raises UnsupportedError.
+work for the programs hwgen/mesh/hardware.py supports (one collective over a ring or torus) and
+raise UnsupportedError for the others; synthesize raises UnsupportedError.
 """
 
 from __future__ import annotations
