@@ -20,7 +20,8 @@ goes down for engine 0 (chunk(k) = x - k) and up for engine 1 (chunk(k) = x + k)
             order its engine reads them: round by round, chunks chunk(1), chunk(2), ...,
             chunk(p) (chunk(0) only, for an all-gather); items of the engines alternate.
             One read request per cycle, each response written to its row of the engine's
-            buffer (rows of the W words of a DRAM beat, the whole vector's chunks in order).
+            operand memory (rows of the W words of a DRAM beat, the whole vector's chunks in
+            order).
             The ring starts once every engine's first two items are in; the rest arrive at
             W / dirs words a cycle per engine, ahead of the ring (it reads at most one word a
             cycle). When a slice is not a whole number of beats, the operand is read whole
@@ -44,14 +45,16 @@ goes down for engine 0 (chunk(k) = x - k) and up for engine 1 (chunk(k) = x + k)
             fixed DRAM latency).
     DRAIN   wait until every word sent has left for the link
     STORE   wait until the result is written to dst_base: a store part (a read port of
-            each buffer) writes each slice of the result once it is final (a step that
+            each engine's result memory) writes each slice of the result once it is final (a step that
             keeps it ends; the own slice of an all-gather when its round starts), one beat
             per cycle from two cycles after its last word is written, the engines' slices in
             turn; when the operand was read whole, the whole result once the ring is done
 
-A popped (or, by the send part, a read) word reads the buffer in cycle t; in t + 1 the ALU
-(`op`: wrapping add, signed/unsigned max or min, one LUT level of logic, no register)
-combines it and pushes the result into a 4-deep link FIFO and writes the buffer. Words are
+A popped (or, by the send part, a read) word reads the operand memory in cycle t; in t + 1
+the ALU (`op`: wrapping add, signed/unsigned max or min, one LUT level of logic, no register)
+combines it and pushes the result into a 4-deep link FIFO and writes the result memory (each
+memory has one write port, so both map to block RAM; an all-gather's store reads its own
+slices from the operand memory). Words are
 popped or read only while that FIFO, counting the words in flight, has room, so the link's
 backpressure never loses a word.
 
@@ -320,9 +323,9 @@ def _items(plan: RingPlan, stream: bool, load: bool) -> int:
 
 
 class _Engine:
-    """One direction of the ring: its buffer (rows of W words), its send and forward parts,
-    the ALU stage and the FIFO to its link (see RingCollective). `loaded` (operand items of
-    this engine in the buffer) and `finished` (result items final) connect it to _LoadStore;
+    """One direction of the ring: its operand and result memories (rows of W words), its send
+    and forward parts, the ALU stage and the FIFO to its link (see RingCollective). `loaded`
+    (operand items of this engine in its memory) and `finished` (result items final) connect it to _LoadStore;
     `sign` is the direction of its chunk arithmetic (-1: engine 0, +1: engine 1)."""
 
     def __init__(self, unit: RingCollective, h: int):
@@ -331,7 +334,12 @@ class _Engine:
         self.unit, self.h, self.sign = unit, h, -plan.ways[h]
         self.rows = ne // unit.words
         self.tx, self.rx = getattr(unit, f"tx{h}"), getattr(unit, f"rx{h}")
-        self.buf = Memory(shape=unsigned(unit.words * unit.bits), depth=self.rows, init=[])
+        # two memories of rows of W words, each written by one port so that it maps to block
+        # RAM (a read port more is a copy): the operand (the load writes it; the send, the
+        # forward part and an all-gather's store of its own slices read it) and the result
+        # (the ALU writes it; the store reads it)
+        self.operand = Memory(shape=unsigned(unit.words * unit.bits), depth=self.rows, init=[])
+        self.result = Memory(shape=unsigned(unit.words * unit.bits), depth=self.rows, init=[])
         loads, stores = _items(plan, unit.stream, True), _items(plan, unit.stream, False)
         self.stores = stores
 
@@ -397,7 +405,7 @@ class _Engine:
         ]
 
     def step_roles(self, step):
-        """(combine with the local word, write the buffer, push to the link, final) for a
+        """(combine with the local word, write the result, push to the link, final) for a
         word popped at `step` (see RingCollective)."""
         plan = self.unit.plan
         p, last = plan.p, plan.steps - 1
@@ -412,11 +420,14 @@ class _Engine:
     def elaborate(self, m, ring) -> None:
         unit, plan, h, bits = self.unit, self.unit.plan, self.h, self.unit.bits
         lw = (unit.words - 1).bit_length()
-        m.submodules[f"buf{h}"] = buf = self.buf
-        self.rs, self.rf = buf.read_port(), buf.read_port()  # the send's, the forward's
-        self.wp = buf.write_port(granularity=bits)
-        self.lp = buf.write_port()  # DRAM responses: whole rows
-        self.sp = buf.read_port()  # the store's
+        m.submodules[f"operand{h}"], m.submodules[f"result{h}"] = self.operand, self.result
+        self.lp = self.operand.write_port()  # DRAM responses: whole rows
+        self.rs = self.operand.read_port()  # the send's
+        combines = plan.kind in ("all_reduce", "reduce_scatter")
+        self.rf = self.operand.read_port() if combines else None  # the forward part's
+        self.sp_own = self.operand.read_port() if plan.kind == "all_gather" else None  # the store's
+        self.wp = self.result.write_port(granularity=bits)
+        self.sp = self.result.read_port()  # the store's
         m.submodules[f"out{h}"] = self.out = SyncFIFO(width=bits, depth=OUT_FIFO)
         self.row_of = (lambda a: a[lw:]) if lw else (lambda a: a)
         self.sel_of = (lambda a: a[:lw]) if lw else (lambda a: Const(0, 1))
@@ -509,12 +520,14 @@ class _Engine:
         return issue_s, issue_f, step_end, start
 
     def _datapath(self, m, issue_s, issue_f) -> None:
-        """Stage 0 reads the buffer (a send word on the send's port, a popped word on the
+        """Stage 0 reads the operand (a send word on the send's port, a popped word on the
         forward's); stage 1 is the ALU, the push to the link and the write back."""
         unit, h, W, bits = self.unit, self.h, self.unit.words, self.unit.bits
         addr_s, addr_f = Signal.like(self.send_base, name=f"addr_s{h}"), Signal.like(self.cbase, name=f"addr_f{h}")
         m.d.comb += [addr_s.eq(self.send_base + self.snd_off + self.ks), addr_f.eq(self.cbase + self.off + self.k)]
-        m.d.comb += [self.rs.addr.eq(self.row_of(addr_s)), self.rf.addr.eq(self.row_of(addr_f))]
+        m.d.comb += self.rs.addr.eq(self.row_of(addr_s))
+        if self.rf is not None:
+            m.d.comb += self.rf.addr.eq(self.row_of(addr_f))
         comb, write, push, _ = self.step_roles(self.step)
         s1_comb, s1_write, s1_push = Signal(name=f"s1_comb{h}"), Signal(name=f"s1_write{h}"), Signal(name=f"s1_push{h}")
         s1s_sel, s1_sel = Signal(max(1, len(self.sel_of(addr_s))), name=f"s1s_sel{h}"), Signal.like(self.sel_of(addr_f))
@@ -536,7 +549,7 @@ class _Engine:
         val = Signal(bits, name=f"val{h}")
         out = self.out
         m.d.comb += [
-            val.eq(Mux(s1_comb, unit.alu(s1_recv, word(self.rf, s1_sel)), s1_recv)),
+            val.eq(Mux(s1_comb, unit.alu(s1_recv, word(self.rf, s1_sel)), s1_recv) if self.rf is not None else s1_recv),
             out.w_en.eq(self.s1s | (self.s1 & s1_push)),
             out.w_data.eq(Mux(self.s1s, word(self.rs, s1s_sel), val)),
             self.tx.valid.eq(out.r_rdy),
@@ -553,8 +566,9 @@ class _Engine:
 
 
 class _LoadStore:
-    """The unit's DRAM side: the load of the operand into the engines' buffers, item by item
-    in turn, and the store of the result's final items from the buffers (see RingCollective)."""
+    """The unit's DRAM side: the load of the operand into the engines' operand memories, item
+    by item in turn, and the store of the result's final items from their result memories (see
+    RingCollective)."""
 
     def __init__(self, unit: RingCollective, m, engines: list):
         plan, W = unit.plan, unit.words
@@ -609,7 +623,7 @@ class _LoadStore:
             self.resps.step(m)
         m.d.comb += unit.rd_resp.ready.eq(1)
 
-        # the store: buffer rows (a read port of each buffer) -> the write queue -> the
+        # the store: result rows (a read port of each result memory) -> the write queue -> the
         # arbiter, an item's rows once the item is final
         m.submodules.wq = wq = SyncFIFO(width=W * unit.dram_bits, depth=4)
         st1, st1_turn = Signal(), Signal(range(max(2, len(engines))))
@@ -618,8 +632,12 @@ class _LoadStore:
         for h, e in enumerate(engines):
             may = may | (self.st_rows.turn_is(h) & (st_items[h] < e.finished))
             m.d.comb += e.sp.addr.eq(self.st_rows.walks[h].row())
+            if e.sp_own is not None:
+                m.d.comb += e.sp_own.addr.eq(self.st_rows.walks[h].row())
+        st1_own = Signal()  # an all-gather's own slice: from the operand
         with m.If((self.st_rd != self.saves) & (wq.level + st1 < 3) & may):
             m.d.sync += [self.st_rd.eq(self.st_rd + 1), st1.eq(1), st1_turn.eq(self.st_rows.turn)]
+            m.d.sync += st1_own.eq(self.st_rows.own())
             for h in range(len(engines)):
                 with m.If(self.st_rows.turn_is(h) & self.st_rows.walks[h].item_end()):
                     m.d.sync += st_items[h].eq(st_items[h] + 1)
@@ -628,9 +646,10 @@ class _LoadStore:
             m.d.sync += st1.eq(0)
         with m.If(unit.wr_sent):
             m.d.sync += self.st_sent.eq(self.st_sent + 1)
-        data = engines[0].sp.data
+        rows = [e.sp.data if e.sp_own is None else Mux(st1_own, e.sp_own.data, e.sp.data) for e in engines]
+        data = rows[0]
         for h in range(1, len(engines)):
-            data = Mux(st1_turn == h, engines[h].sp.data, data)
+            data = Mux(st1_turn == h, rows[h], data)
         plan = unit.plan
         if plan.kind == "permute" and plan.receivers != (1 << plan.p) - 1:  # no source: zeros
             data = Mux((Const(plan.receivers, plan.p) >> engines[0].x)[0], data, 0)
@@ -663,6 +682,15 @@ class _Turns:
 
     def turn_is(self, h: int):
         return self.turn == h if len(self.engines) > 1 else Const(1, 1)
+
+    def own(self):
+        """Whether the next beat is of an all-gather's own chunk (the first of each round)."""
+        if self.unit.plan.kind != "all_gather":
+            return Const(0, 1)
+        out = Const(0, 1)
+        for h, walk in enumerate(self.walks):
+            out = out | (self.turn_is(h) & (walk.s == 0))
+        return out
 
     def reset(self, m) -> None:
         plan = self.unit.plan
@@ -731,7 +759,7 @@ class _Walk:
         ]
 
     def row(self):
-        """The buffer row of the next beat: (chunk * C + inner) / W."""
+        """The memory row of the next beat: (chunk * C + inner) / W."""
         addr = self.cbase + self.inner
         return addr[(self.W - 1).bit_length() :] if self.W > 1 else addr
 
