@@ -7,9 +7,9 @@
     kernel.with_schedule(...)  the same program under another schedule
 
 A kernel may run on a mesh of processing elements (`mesh=`, an hw.Mesh, with `link=`, an
-hw.LinkConfig; see hwgen/mesh/). Its golden model works; build, elaborate, simulate and verify
-work for the programs hwgen/mesh/hardware.py supports (one collective over a ring or torus) and
-raise UnsupportedError for the others; synthesize raises UnsupportedError.
+hw.LinkConfig; see hwgen/mesh/). Its golden model works; build, elaborate, simulate, verify
+and synthesize work for the programs hwgen/mesh/hardware.py supports (one collective over a
+ring or torus) and raise UnsupportedError for the others.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from . import interp
 from .errors import user_loc
 from .lang.program import Program, trace_program
 from .lang.signature import check_args, to_user
-from .mesh.checks import check_options, check_program, refuse_hardware
+from .mesh.checks import check_options, check_program
 from .schedule import Schedule
 
 _UNSET = object()
@@ -115,7 +115,6 @@ class Kernel:
         returns the resources and Fmax, also stored in report.json under "synthesis"."""
         from .synth import synthesize_build
 
-        refuse_hardware(self, "synthesize")
         return synthesize_build(self.build(out_dir=out_dir, dram=dram), target, device, freq)
 
     def show_ir(self) -> str:

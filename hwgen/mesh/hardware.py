@@ -290,10 +290,13 @@ class MeshDesign:
         return self.compiled.program
 
 
-def elaborate(kernel, dram=None, what: str = "build", show_ir=None) -> MeshDesign:
+def elaborate(kernel, dram=None, what: str = "build", show_ir=None, target=None) -> MeshDesign:
+    """The mesh kernel's hardware (`target` "ecp5": multipliers and block RAMs as the device's
+    primitives, for synthesis; see hw/device.py)."""
     import time
 
     from ..dram import DramConfig
+    from ..hw import device
     from ..hw.link import LinkWire
     from ..hw.mesh_top import mesh_top_verilog, pe_ports
     from ..hw.top import Top
@@ -305,12 +308,13 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None) -> MeshDesig
     dram = dram or DramConfig()
     mp = plan(kernel, what, dram)
     compiled = compile(mp.program, kernel.schedule, dram.words_per_cycle, show_ir)
-    top = Top(compiled, dram, rings=mp.rings)
     name = kernel.name
     first = mp.rings[0]
     bits = first.dtype.bits
-    pe_v = to_verilog(top, f"{name}_pe")
-    wire_v = to_verilog(LinkWire(bits, 1, first.latency), f"{name}_wire")
+    with device.primitives(target):
+        top = Top(compiled, dram, rings=mp.rings)
+        pe_v = to_verilog(top, f"{name}_pe")
+        wire_v = to_verilog(LinkWire(bits, 1, first.latency), f"{name}_wire")
     top_v = mesh_top_verilog(name, pe_ports(top), mp.mesh, f"{name}_pe", f"{name}_wire", bits)
     link_bound = mesh_link_bound(
         mp.kind, mp.words, math.prod(mp.mesh.shape[a] for a in mp.axes), len(mp.axes), first.hops
