@@ -45,18 +45,19 @@ goes down for engine 0 (chunk(k) = x - k) and up for engine 1 (chunk(k) = x + k)
             fixed DRAM latency).
     DRAIN   wait until every word sent has left for the link
     STORE   wait until the result is written to dst_base: a store part (a read port of
-            each engine's result memory) writes each slice of the result once it is final (a step that
-            keeps it ends; the own slice of an all-gather when its round starts), one beat
-            per cycle from two cycles after its last word is written, the engines' slices in
-            turn; when the operand was read whole, the whole result once the ring is done
+            each engine's result memory) writes each slice of the result once it is final
+            (a step that keeps it ends; the own slice of an all-gather when its round
+            starts), one beat per cycle from three cycles after its last word is popped, the
+            engines' slices in turn; when the operand was read whole, the whole result once
+            the ring is done
 
 A popped (or, by the send part, a read) word reads the operand memory in cycle t; in t + 1
 the ALU (`op`: wrapping add, signed/unsigned max or min, one LUT level of logic, no register)
-combines it and pushes the result into a 4-deep link FIFO and writes the result memory (each
-memory has one write port, so both map to block RAM; an all-gather's store reads its own
-slices from the operand memory). Words are
-popped or read only while that FIFO, counting the words in flight, has room, so the link's
-backpressure never loses a word.
+combines it and pushes the result into a 4-deep link FIFO, and in t + 2 it is written to the
+result memory (each memory has one write port, so both map to block RAM; an all-gather's
+store reads its own slices from the operand memory). Words are popped or read only while
+that FIFO, counting the words in flight, has room, so the link's backpressure never loses a
+word.
 
 Timing (model.ring_collective_cycles restates it; simulation checks it to the cycle). DRAM
 latency Lm, link latency L, W words per DRAM beat, F = L + RING_HOP (4) the hop from a PE's
@@ -557,12 +558,16 @@ class _Engine:
             out.r_en.eq(self.tx.ready),
             self.idle.eq(~self.s1 & ~self.s1s & ~out.r_rdy),
         ]
-        with m.If(self.s1 & s1_write):
-            m.d.comb += [
-                self.wp.addr.eq(s1_row),
-                self.wp.data.eq(Cat(*([val] * W))),
-                self.wp.en.eq((Const(1, W) << s1_sel)[:W]),
-            ]
+        # the write to the result memory is registered (stage 2): the store reads a final
+        # slice three cycles after its last pop at the earliest, so it still sees the write
+        w2_row, w2_val = Signal.like(s1_row, name=f"w2_row{h}"), Signal(bits, name=f"w2_val{h}")
+        w2_en = Signal(W, name=f"w2_en{h}")
+        m.d.sync += [
+            w2_row.eq(s1_row),
+            w2_val.eq(val),
+            w2_en.eq(Mux(self.s1 & s1_write, (Const(1, W) << s1_sel)[:W], 0)),
+        ]
+        m.d.comb += [self.wp.addr.eq(w2_row), self.wp.data.eq(Cat(*([w2_val] * W))), self.wp.en.eq(w2_en)]
 
 
 class _LoadStore:
