@@ -588,7 +588,6 @@ class _LoadStore:
         self.reqs = _Turns(unit, engines, "req", load=True)
         self.resps = _Turns(unit, engines, "resp", load=True)
         self.st_rows = _Turns(unit, engines, "st", load=False)
-        self.wr_rows = _Turns(unit, engines, "wr", load=False)
         self.first = plan.first_beats(W)
 
     def reset_at_go(self, m) -> None:
@@ -597,7 +596,7 @@ class _LoadStore:
             m.d.sync += [e.loaded.eq(0), e.finished.eq(0)]
 
     def reset_walks(self, m) -> None:
-        for turns in (self.reqs, self.resps, self.st_rows, self.wr_rows):
+        for turns in (self.reqs, self.resps, self.st_rows):
             turns.reset(m)
 
     def ring_may_start(self):
@@ -629,9 +628,12 @@ class _LoadStore:
         m.d.comb += unit.rd_resp.ready.eq(1)
 
         # the store: result rows (a read port of each result memory) -> the write queue -> the
-        # arbiter, an item's rows once the item is final
-        m.submodules.wq = wq = SyncFIFO(width=W * unit.dram_bits, depth=4)
+        # arbiter, an item's rows once the item is final; each row's DRAM address goes into the
+        # queue with it (the arbiter's handshake only takes the queue's head)
+        data_bits = W * unit.dram_bits
+        m.submodules.wq = wq = SyncFIFO(width=data_bits + unit.addr_bits, depth=4)
         st1, st1_turn = Signal(), Signal(range(max(2, len(engines))))
+        st1_addr = Signal(unit.addr_bits)
         st_items = [Signal(range(e.stores + 1), name=f"st_items{h}") for h, e in enumerate(engines)]
         may = Const(0, 1)
         for h, e in enumerate(engines):
@@ -642,7 +644,7 @@ class _LoadStore:
         st1_own = Signal()  # an all-gather's own slice: from the operand
         with m.If((self.st_rd != self.saves) & (wq.level + st1 < 3) & may):
             m.d.sync += [self.st_rd.eq(self.st_rd + 1), st1.eq(1), st1_turn.eq(self.st_rows.turn)]
-            m.d.sync += st1_own.eq(self.st_rows.own())
+            m.d.sync += [st1_own.eq(self.st_rows.own()), st1_addr.eq(dst + self.st_rows.dram_addr())]
             for h in range(len(engines)):
                 with m.If(self.st_rows.turn_is(h) & self.st_rows.walks[h].item_end()):
                     m.d.sync += st_items[h].eq(st_items[h] + 1)
@@ -660,15 +662,13 @@ class _LoadStore:
             data = Mux((Const(plan.receivers, plan.p) >> engines[0].x)[0], data, 0)
         m.d.comb += [
             wq.w_en.eq(st1),
-            wq.w_data.eq(Cat(*(_widen(data[j * bits : (j + 1) * bits], unit.dram_bits) for j in range(W)))),
+            wq.w_data.eq(Cat(*(_widen(data[j * bits : (j + 1) * bits], unit.dram_bits) for j in range(W)), st1_addr)),
             unit.wr.valid.eq(wq.r_rdy),
-            unit.wr.data.eq(wq.r_data),
-            unit.wr.addr.eq(dst + self.wr_rows.dram_addr()),
+            unit.wr.data.eq(wq.r_data[:data_bits]),
+            unit.wr.addr.eq(wq.r_data[data_bits:]),
             unit.wr.mask.eq((1 << W) - 1),
             wq.r_en.eq(unit.wr.ready),
         ]
-        with m.If(unit.wr.valid & unit.wr.ready):
-            self.wr_rows.step(m)
 
 
 class _Turns:
