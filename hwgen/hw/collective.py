@@ -276,7 +276,7 @@ class RingCollective(wiring.Component):
         engines = [_Engine(self, h) for h in range(self.plan.dirs)]
         for e in engines:
             e.elaborate(m, ring)
-        mem = _LoadStore(self, m, engines, src, dst)
+        mem = _LoadStore(self, m, engines)
 
         with m.If(now("IDLE")):
             with m.If(self.go):
@@ -305,7 +305,7 @@ class RingCollective(wiring.Component):
             with m.If(mem.stored()):
                 m.d.sync += done.eq(1)
                 goto("IDLE")
-        mem.elaborate(loading)
+        mem.elaborate(loading, src, dst)
         return m
 
 
@@ -575,7 +575,7 @@ class _LoadStore:
     by item in turn, and the store of the result's final items from their result memories (see
     RingCollective)."""
 
-    def __init__(self, unit: RingCollective, m, engines: list, src, dst):
+    def __init__(self, unit: RingCollective, m, engines: list):
         plan, W = unit.plan, unit.words
         self.unit, self.m, self.engines = unit, m, engines
         self.loads = plan.n // W // (1 if plan.loads_all else plan.p)  # beats of the operand
@@ -585,9 +585,9 @@ class _LoadStore:
             Signal(range(self.saves + 1), name="st_rd"),
             Signal(range(self.saves + 1), name="st_sent"),
         )
-        self.reqs = _Turns(unit, engines, "req", True, src)
-        self.resps = _Turns(unit, engines, "resp", True, src)
-        self.st_rows = _Turns(unit, engines, "st", False, dst)
+        self.reqs = _Turns(unit, engines, "req", load=True)
+        self.resps = _Turns(unit, engines, "resp", load=True)
+        self.st_rows = _Turns(unit, engines, "st", load=False)
         self.first = plan.first_beats(W)
 
     def reset_at_go(self, m) -> None:
@@ -605,13 +605,13 @@ class _LoadStore:
     def stored(self):
         return self.st_sent == self.saves
 
-    def elaborate(self, loading) -> None:
+    def elaborate(self, loading, src, dst) -> None:
         m, unit, engines = self.m, self.unit, self.engines
         W, bits = unit.words, unit.bits
         # the load: one request per cycle from LOAD on, each response written to its row
         m.d.comb += [
             unit.rd_req.valid.eq(loading & (self.req != self.loads)),
-            unit.rd_req.addr.eq(self.reqs.dram_addr()),
+            unit.rd_req.addr.eq(src + self.reqs.dram_addr()),
         ]
         with m.If(unit.rd_req.valid & unit.rd_req.ready):
             m.d.sync += self.req.eq(self.req + 1)
@@ -644,7 +644,7 @@ class _LoadStore:
         st1_own = Signal()  # an all-gather's own slice: from the operand
         with m.If((self.st_rd != self.saves) & (wq.level + st1 < 3) & may):
             m.d.sync += [self.st_rd.eq(self.st_rd + 1), st1.eq(1), st1_turn.eq(self.st_rows.turn)]
-            m.d.sync += [st1_own.eq(self.st_rows.own()), st1_addr.eq(self.st_rows.dram_addr())]
+            m.d.sync += [st1_own.eq(self.st_rows.own()), st1_addr.eq(dst + self.st_rows.dram_addr())]
             for h in range(len(engines)):
                 with m.If(self.st_rows.turn_is(h) & self.st_rows.walks[h].item_end()):
                     m.d.sync += st_items[h].eq(st_items[h] + 1)
@@ -678,11 +678,11 @@ class _Turns:
     ...; an all-gather's chunk(0) only), store walks in the order they become final
     (chunk(0), chunk(1), ...; a reduce-scatter's chunk(0) only)."""
 
-    def __init__(self, unit: RingCollective, engines: list, name: str, load: bool, base):
+    def __init__(self, unit: RingCollective, engines: list, name: str, load: bool):
         plan = unit.plan
         self.unit, self.engines, self.load = unit, engines, load
         self.every = plan.loads_all if load else plan.stores_all  # the DRAM array has every block
-        self.walks = [_Walk(unit, e, f"{name}{e.h}", plan.p if self.every else 1, self.every, base) for e in engines]
+        self.walks = [_Walk(unit, e, f"{name}{e.h}", plan.p if self.every else 1) for e in engines]
         self.turn = Signal(range(max(2, len(engines))), name=f"{name}_turn")
 
     def turn_is(self, h: int):
@@ -717,10 +717,15 @@ class _Turns:
                         m.d.sync += self.turn.eq((h + 1) % H)
 
     def dram_addr(self):
-        """The next beat's DRAM word address (each walk keeps its own in a register)."""
-        out = self.walks[0].dram
-        for h in range(1, len(self.walks)):
-            out = Mux(self.turn == h, self.walks[h].dram, out)
+        """The next beat's word address in the DRAM array (relative to its base): block c's
+        engine-h half at c * dirs * C + h * C when the array has every block, else at h * C."""
+        plan = self.unit.plan
+        out = None
+        for h, walk in enumerate(self.walks):
+            a = walk.inner + h * plan.chunk
+            if self.every:
+                a = a + (walk.cbase * plan.dirs if plan.dirs > 1 else walk.cbase)
+            out = a if out is None else Mux(self.turn == h, a, out)
         return out
 
 
@@ -730,11 +735,9 @@ class _Walk:
     `per_round` items of a round chunk after chunk from the first (engine.next_chunk), then
     the next round."""
 
-    def __init__(self, unit: RingCollective, engine: _Engine, name: str, per_round: int, every: bool, base):
+    def __init__(self, unit: RingCollective, engine: _Engine, name: str, per_round: int):
         plan, W = unit.plan, unit.words
         self.engine, self.W, self.S = engine, W, plan.slice
-        self.every, self.base, self.dirs = every, base, plan.dirs
-        self.offset = engine.h * plan.chunk  # the engine's half of a block
         self.by_chunk = plan.by_chunk(W)
         if unit.stream:
             self.item_beats = plan.slice // W
@@ -749,13 +752,6 @@ class _Walk:
         self.cbase = Signal(range(ne + 1), name=f"{name}_cbase")  # chunk * C
         self.inner = Signal(range(ne + W), name=f"{name}_inner")  # round * S + b * W
         self.rbase = Signal(range(ne + 1), name=f"{name}_rbase")  # round * S
-        # the DRAM word address of the next beat: base + block c's engine-h half (c * dirs * C +
-        # h * C when the array has every block, else h * C) + inner
-        self.dram = Signal(unit.addr_bits, name=f"{name}_dram")
-
-    def block(self, cbase):
-        """The DRAM offset of the chunk at `cbase` (chunk * C) within the array."""
-        return self.base + self.offset + (cbase * self.dirs if self.every else 0)
 
     def reset(self, m, first) -> None:
         m.d.sync += [
@@ -765,7 +761,6 @@ class _Walk:
             self.cbase.eq(first),
             self.rbase.eq(0),
             self.inner.eq(0),
-            self.dram.eq(self.block(first)),
         ]
 
     def row(self):
@@ -778,15 +773,13 @@ class _Walk:
 
     def step(self, m) -> None:
         with m.If(~self.item_end()):
-            m.d.sync += [self.b.eq(self.b + 1), self.inner.eq(self.inner + self.W), self.dram.eq(self.dram + self.W)]
+            m.d.sync += [self.b.eq(self.b + 1), self.inner.eq(self.inner + self.W)]
         with m.Elif(self.s != self.per_round - 1):
-            down = self.engine.next_chunk(self.cbase)
             m.d.sync += [
                 self.b.eq(0),
                 self.s.eq(self.s + 1),
-                self.cbase.eq(down),
+                self.cbase.eq(self.engine.next_chunk(self.cbase)),
                 self.inner.eq(self.rbase),
-                self.dram.eq(self.block(down) + self.rbase),
             ]
         with m.Else():
             m.d.sync += [
@@ -795,7 +788,6 @@ class _Walk:
                 self.cbase.eq(self.first),
                 self.rbase.eq(self.rbase + self.S),
                 self.inner.eq(self.rbase + self.S),
-                self.dram.eq(self.block(self.first) + self.rbase + self.S),
             ]
 
 
