@@ -347,7 +347,7 @@ def test_cli_refuses_to_build_or_simulate_a_mesh_kernel(capsys, tmp_path):
     message = (
         f"error: {show_path(str(path))}:7: cannot {{}} kernel 'allreduce' on mesh 4 ring (r): the "
         f"shard_map body must return one collective of an array. Mesh hardware supports one "
-        f"hw.shard_map over a ring whose body returns hw.psum / hw.pmax / hw.pmin / hw.psum_scatter / "
+        f"hw.shard_map over a ring or torus whose body returns hw.psum / hw.pmax / hw.pmin / hw.psum_scatter / "
         f"hw.all_gather of a 1-D integer array (see docs/mesh.md); the golden model allreduce(*arrays) works\n"
     )
     out_dir = tmp_path / "rtl"
@@ -356,3 +356,43 @@ def test_cli_refuses_to_build_or_simulate_a_mesh_kernel(capsys, tmp_path):
         out, err = capsys.readouterr()
         assert code == 1 and out == "" and err == message.format(verb)
     assert not out_dir.exists()
+
+
+def hardware_error(body, mesh=M24, out_specs=None, words=64):
+    """The UnsupportedError of building a kernel whose shard_map (over every axis of `mesh`)
+    applies `body` to one int32 array of `words` words."""
+    names = mesh.axis_names
+    spec = hw.P(names if len(names) > 1 else names[0])
+    outs = spec if out_specs is None else out_specs
+
+    @hw.kernel(mesh=mesh)  # L:kernel
+    def k(a: hw.Array[int32, words]):
+        return hw.shard_map(body, mesh=mesh, in_specs=spec, out_specs=outs)(a)  # L:sm
+
+    with pytest.raises(hw.UnsupportedError) as e:
+        k.elaborate()
+    return e.value
+
+
+def refused(err, why: str, marker: str) -> None:
+    """`err` says `why` (after the mesh it names) and points at the marked line."""
+    assert why in err.message, err.message
+    assert err.message.endswith("works") or "DRAM beat" in err.message
+    assert err.file == HERE and err.line == line_of(marker)
+
+
+def test_mesh_hardware_refusals_name_the_reason_and_the_line():
+    err = hardware_error(lambda b: hw.psum(b, "x"), mesh=hw.Mesh((1, 4), ("x", "y")))  # L:one-pe
+    refused(err, "every axis the collective runs over needs at least 2 PEs", "one-pe")
+    err = hardware_error(lambda b: hw.psum(b, "r-1"), mesh=hw.Mesh((2,), ("r-1",), topology="ring"))
+    refused(err, "the axis name 'r-1' must be a plain identifier (it names Verilog ports)", "kernel")
+    err = hardware_error(lambda b: hw.all_gather(b, "y", axis=1), out_specs=hw.P("x"))  # L:axis1
+    refused(err, "hw.all_gather must gather along axis 0", "axis1")
+    shift = [(i, (i + 1) % 8) for i in range(8)]
+    err = hardware_error(lambda b: hw.ppermute(b, ("x", "y"), shift))  # L:two-axes
+    refused(err, "hw.ppermute must run over one axis", "two-axes")
+    err = hardware_error(lambda b: hw.all_gather(b, "y"), out_specs=hw.P(None, "x"))  # L:out-dim1
+    refused(err, "out_specs may split dimension 0 only", "sm")
+    err = hardware_error(lambda b: hw.psum_scatter(b, "y", tiled=True))  # L:beat
+    beat = "the reduce-scatter along 'y' of 8 words needs each of its 4 blocks to be a multiple of the DRAM beat"
+    refused(err, beat + " (4 words)", "beat")

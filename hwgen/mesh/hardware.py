@@ -85,7 +85,7 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
     def refuse(why: str, where=None):
         raise UnsupportedError(
             f"cannot {what} kernel '{kernel.name}' on mesh {mesh.describe()}: {why}. Mesh hardware "
-            f"supports one hw.shard_map over a ring whose body returns hw.psum / hw.pmax / hw.pmin / "
+            f"supports one hw.shard_map over a ring or torus whose body returns hw.psum / hw.pmax / hw.pmin / "
             f"hw.psum_scatter / hw.all_gather of a 1-D integer array (see docs/mesh.md); the golden "
             f"model {kernel.name}(*arrays) works",
             where or loc,
@@ -118,8 +118,6 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
     if len(v.shape) != 1:
         refuse(f"the operand of {coll.kind} must be a 1-D array", coll.loc)
     kind, op = OPS[coll.kind]
-    if kind == "reduce_scatter" and (coll.param("dim") != 0 or not coll.param("tiled")):
-        refuse("hw.psum_scatter must be tiled=True (its result a 1-D block)", coll.loc)
     if kind == "all_gather" and coll.param("axis") != 0:
         refuse("hw.all_gather must gather along axis 0", coll.loc)
     perm = coll.param("perm") if kind == "permute" else ()
@@ -129,8 +127,7 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
         shifts = {(d - s) % mesh.shape[axes[0]] for s, d in perm}
         if len(shifts) != 1 or 0 in shifts:
             refuse("hw.ppermute's perm must be one shift along the ring: (i, (i + k) mod p) pairs, k != 0", coll.loc)
-    group = math.prod(mesh.shape[a] for a in axes)
-    p = group
+    p = math.prod(mesh.shape[a] for a in axes)  # the group's PEs
     n = v.shape[0] * (p if kind in ("all_gather", "permute") else 1)  # the whole vector's words
     dtype = v.dtype
     if dtype.is_bool:
