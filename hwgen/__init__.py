@@ -14,6 +14,7 @@ from .dram import DramConfig
 from .errors import (
     CapacityError,
     HwgenError,
+    IndexRangeError,
     LanesWarning,
     MismatchError,
     ScheduleError,
@@ -54,6 +55,7 @@ from .mesh import (
 __all__ = [
     "Array",
     "CapacityError",
+    "IndexRangeError",
     "DType",
     "DramConfig",
     "Fixed",

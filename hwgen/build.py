@@ -54,6 +54,13 @@ class Design:
     def program(self) -> loops.LoopProgram:
         return self.compiled.program
 
+    @property
+    def flags(self) -> list:
+        """The run-time fault outputs: `overflow_<g>` per group-by, `range_<m>` per multifold
+        accumulator written at subscripts from data (each valid while done)."""
+        prog = self.program
+        return [f"overflow_{g.name}" for g in prog.groups] + [f"range_{m.name}" for m in loops.checked_mems(prog)]
+
 
 def compile_kernel(kernel, dram: DramConfig | None = None, show_ir: bool | None = None) -> Compiled:
     """The kernel's program through the compile pipeline (passes/__init__.py) under its schedule."""

@@ -151,6 +151,11 @@ class CapacityError(HwgenError):
     model raises it, and simulation raises it when the hardware flags it."""
 
 
+class IndexRangeError(HwgenError):
+    """A subscript computed from data left its array at run time (numpy's IndexError): a
+    multifold's target. The golden model raises it, and simulation when the hardware flags it."""
+
+
 class MismatchError(HwgenError):
     """The hardware's output differs from the golden model.
 

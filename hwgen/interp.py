@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import ir
-from .errors import CapacityError
+from .errors import CapacityError, IndexRangeError
 from .lang.dtypes import DType, bool_, int64
 
 CHUNK_ELEMENTS = 1 << 23
@@ -140,13 +140,16 @@ class Evaluator:
         return found
 
     def multifold(self, node: ir.MultiFold) -> np.ndarray:
+        """The accumulator after folding every (where, value) in index order; a subscript from
+        data outside the accumulator is numpy's IndexError, here hw.IndexRangeError."""
         acc = np.array(self.array(node.init), copy=True)
         frame = Frame(params=self.args).extend(node.dims + node.sdims)
         shape = frame.extents
         idx = [np.broadcast_to(self.expr(i, frame), shape).ravel() for i in node.idx]
         for axis, (i, n) in enumerate(zip(idx, acc.shape)):
-            if len(i) and (i.min() < 0 or i.max() >= n):
-                raise IndexError(f"multifold index out of range on axis {axis}")  # checked when traced
+            bad = np.nonzero((i < 0) | (i >= n))[0]
+            if len(bad):
+                raise index_range_error(node, axis, int(i[bad[0]]), np.unravel_index(bad[0], shape), n)
         value = np.broadcast_to(self.expr(node.value, frame), shape).ravel()
         flat = np.ravel_multi_index(idx, acc.shape) if idx else np.zeros(len(value), dtype=np.int64)
         fold_into(self, acc.reshape(-1), flat, value, None, node.op, node.dtype)
@@ -328,3 +331,15 @@ def run(outputs, args: dict) -> list:
             value = ev.expr(out, Frame(params=args))
             results.append(np.asarray(value).reshape(()).astype(out.dtype.np)[()])
     return results
+
+
+def index_range_error(node: ir.MultiFold, axis: int, value: int, position: tuple, n: int) -> IndexRangeError:
+    """The error of a multifold whose subscript `axis` is `value` at `position` (one entry per
+    dim and slice dim), outside the accumulator's axis of `n`."""
+    names = [ir.schedule_name(d.name) for d in node.dims + node.sdims]
+    at = ", ".join(f"{a}={int(p)}" for a, p in zip(names, position))
+    return IndexRangeError(
+        f"hw.multifold: subscript {axis} of `where` is {value} at {at}, outside the accumulator's axis of {n} "
+        f"(valid 0 .. {n - 1}); keep the data in range, or clamp it with hw.minimum / hw.maximum",
+        node.loc,
+    )

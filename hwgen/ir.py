@@ -231,6 +231,7 @@ class MultiFold(ArrayNode):
     idx: tuple
     value: Expr
     op: Combiner
+    checked: tuple = ()  # axes whose subscript comes from data: checked at run time
     loc: Loc | None = field(default=None, compare=False, repr=False)
 
     @property

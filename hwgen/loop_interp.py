@@ -12,9 +12,21 @@ import itertools
 import numpy as np
 
 from . import ir
-from .errors import CapacityError
+from .errors import CapacityError, IndexRangeError
 from .interp import Evaluator, Frame, fold_into
-from .loops import AppendWrite, GroupWrite, Load, Loop, LoopProgram, Parallel, Pipe, Store, Write, write_exprs
+from .loops import (
+    AppendWrite,
+    GroupWrite,
+    Load,
+    Loop,
+    LoopProgram,
+    Parallel,
+    Pipe,
+    Store,
+    Write,
+    checked_mems,
+    write_exprs,
+)
 
 
 def run(prog: LoopProgram, args: dict) -> dict:
@@ -29,6 +41,9 @@ def run(prog: LoopProgram, args: dict) -> dict:
     for g in prog.groups:
         if runner.overflow.get(g.name):
             raise overflow_error(g)
+    for mem in checked_mems(prog):
+        if runner.out_of_range.get(mem.name):
+            raise range_error(mem)
     out = {d.name: drams[d.name] for d in prog.drams if d.role == "out"}
     for s in prog.scalar_outs:
         out[s.name] = mems[s.mem.name][()]
@@ -42,10 +57,20 @@ def overflow_error(group) -> CapacityError:
     )
 
 
+def range_error(mem) -> IndexRangeError:
+    """The error of a multifold whose subscript from data left its accumulator."""
+    return IndexRangeError(
+        f"hw.multifold: a subscript of `where` computed from data left the accumulator of shape "
+        f"{tuple(mem.shape)} at run time; keep the data in range, or clamp it with hw.minimum / hw.maximum",
+        mem.loc,
+    )
+
+
 class _Runner:
     def __init__(self, ev: Evaluator, drams: dict, mems: dict, params: dict):
         self.ev, self.drams, self.mems, self.params = ev, drams, mems, params
         self.overflow: dict = {}
+        self.out_of_range: dict = {}  # memory name -> a checked write was dropped
 
     def scalar(self, e: ir.Expr, env: dict) -> int:
         frame = Frame(params=self.params, mems=self.mems, fixed=env)
@@ -145,6 +170,14 @@ class _Runner:
 
     def apply(self, w: Write, idx, value, first) -> None:
         mem = self.mems[w.mem.name]
+        if w.checked:  # as the hardware: a write outside the memory is dropped and flagged
+            keep = np.ones(len(value), dtype=bool)
+            for axis in w.checked:
+                keep &= (idx[axis] >= 0) & (idx[axis] < mem.shape[axis])
+            if not keep.all():
+                self.out_of_range[w.mem.name] = True
+                idx, value = tuple(i[keep] for i in idx), value[keep]
+                first = None if first is None else first[keep]
         if w.op is None:
             if idx:
                 mem[idx] = value

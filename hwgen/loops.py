@@ -72,6 +72,7 @@ class Write:
     value: ir.Expr
     op: ir.Combiner | None = None
     first: ir.Expr | None = None
+    checked: tuple = ()  # axes of idx from data: a write outside mem is dropped and flagged
 
 
 @dataclass(frozen=True)
@@ -199,6 +200,17 @@ def walk(ctrl):
     yield ctrl
     for c in children(ctrl):
         yield from walk(c)
+
+
+def checked_mems(prog) -> list:
+    """The memories (multifold accumulators) written at subscripts from data, each once: the
+    hardware flags a write outside them on `range_<mem>`."""
+    found = {}
+    for ctrl in walk(prog.root):
+        for w in getattr(ctrl, "writes", ()):
+            if getattr(w, "checked", ()):
+                found[w.mem.name] = w.mem
+    return list(found.values())
 
 
 def show(prog: LoopProgram) -> str:

@@ -21,11 +21,13 @@ import numpy as np
 
 from hwgen_sim import harness, runner
 
+from . import interp
 from .build import elaborate
 from .dram import DramConfig
-from .errors import HwgenError, MismatchError, SimulationError, user_loc
+from .errors import HwgenError, IndexRangeError, MismatchError, SimulationError, user_loc
 from .lang.signature import check_args, to_user
 from .loop_interp import overflow_error
+from .loops import checked_mems
 
 _DRAM_V = Path(harness.__file__).with_name("dram.v")
 # simulation models of the device primitives a target's netlist instantiates (hw/device.py)
@@ -161,7 +163,7 @@ def _run(
     predicted = design.report["predicted_cycles"]
     timeout = max(10 * predicted, predicted + 100_000) + 20 * (dram.latency + dram.jitter)
     units = sorted(design.component.unit_names) if monitor is True else list(monitor or [])
-    flags = [f"overflow_{g.name}" for g in design.program.groups]
+    flags = design.flags
     config = {
         "inputs": inputs,
         "results": [f"res_{s.name}" for s in design.program.scalar_outs] + flags,
@@ -184,11 +186,11 @@ def _run(
     except runner.ToolError as e:
         raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
     result = json.loads((work / "result.json").read_text())
-    _check_run(design, result, runs, timeout, loc)
+    _check_run(design, values, result, runs, timeout, loc)
     return result
 
 
-def _check_run(design, result: dict, runs: int, timeout: int, loc) -> None:
+def _check_run(design, values: dict, result: dict, runs: int, timeout: int, loc) -> None:
     """Raise a SimulationError (or the group-by's CapacityError) for a run that went wrong."""
     name, predicted = design.kernel.name, design.report["predicted_cycles"]
     if result.get("earlier_runs", 0) != runs - 1:
@@ -211,6 +213,24 @@ def _check_run(design, result: dict, runs: int, timeout: int, loc) -> None:
     for g in design.program.groups:
         if result["results"][f"overflow_{g.name}"]:
             raise overflow_error(g)
+    for mem in checked_mems(design.program):
+        if result["results"][f"range_{mem.name}"]:
+            raise _range_fault(design, values, mem)
+
+
+def _range_fault(design, values: dict, mem) -> HwgenError:
+    """The hardware flagged a multifold subscript outside its accumulator: the golden model's
+    error, which names the subscript, its value and where (or a SimulationError if the golden
+    model, which must agree, finds none)."""
+    try:
+        interp.run([r.node for r in design.kernel.program.results], values)
+    except IndexRangeError as e:
+        return e
+    return SimulationError(
+        f"kernel '{design.name}': the hardware flagged a subscript outside {mem.label or mem.name} "
+        f"but the golden model found none",
+        mem.loc,
+    )
 
 
 def _outputs(design, layout, image, result: dict, work: Path, loc) -> list:

@@ -70,9 +70,9 @@ def tb_verilog(design) -> str:
     for s in prog.scalar_outs:
         ports.append(f"output {_width(s.mem.dtype.bits)}res_{s.name}")
         conns.append(f".res_{s.name}(res_{s.name})")
-    for g in prog.groups:
-        ports.append(f"output overflow_{g.name}")
-        conns.append(f".overflow_{g.name}(overflow_{g.name})")
+    for name in design.flags:
+        ports.append(f"output {name}")
+        conns.append(f".{name}({name})")
     chan = _channel_wires(addr, tag, words, wb)
     wires = [f"  wire {_width(bits)}m_{name};" for name, bits in chan.items()]
     conns += [f".mem__{name}(m_{name})" for name in chan]

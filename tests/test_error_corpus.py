@@ -65,7 +65,15 @@ CASES = [
     (
         "multifold-where-out-of-range",
         "build",
-        body("return hw.multifold(8, hw.zeros(4, int32), lambda i: (u[i], x[i]))"),
+        body("return hw.multifold(8, hw.zeros(4, int32), lambda i: (i // 2 + 1, x[i]))"),
+        [],
+    ),
+    (
+        "multifold-data-out-of-range",
+        "sim",
+        "@hw.kernel\ndef k(x: hw.Array[int32, 8], u: hw.Array[uint8, 8]):\n"
+        "    return hw.multifold(8, hw.zeros(4, int32), lambda i: (u[i], x[i]))  # HERE\n"
+        "def inputs(seed):\n    return np.arange(8, dtype=np.int32), np.array([0, 1, 2, 3, 3, 2, 9, 0], np.uint8)\n",
         [],
     ),
     ("index-beyond-int64", "build", body("return hw.map(8, lambda i: hw.where(i + 2**63 > 2**63 + 3, x[i], 0))"), []),
@@ -135,6 +143,13 @@ CASES = [
         "build",
         "@hw.kernel(tile={'i': 8}, par={'i': 2})\ndef k(x: hw.Array[int32, 8]):\n"
         "    return hw.groupby_fold(8, lambda i: (x[i], x[i]), max_keys=4)  # HERE\n",
+        [],
+    ),
+    (
+        "scatter-par",
+        "build",
+        "@hw.kernel(tile={'i': 8}, par={'i': 2})\ndef k(x: hw.Array[int32, 8], d: hw.Array[int32, 8]):\n"
+        "    return hw.multifold(8, hw.zeros(4, int32), lambda i: (d[i] & 3, x[i]))  # HERE\n",
         [],
     ),
     (
@@ -297,7 +312,11 @@ EXPECTED = {
     "multifold-init-scalar": ("line", "hw.multifold's init must be an array (an argument, hw.zeros, hw.full, ...)"),
     "multifold-where-out-of-range": (
         "line",
-        "hw.multifold: subscript 0 of `where` may take values in [0, 255], outside the accumulator's axis of 4; keep it in range (hw.minimum / hw.maximum, or a narrower expression)",
+        "hw.multifold: subscript 0 of `where` takes values in [1, 4], outside the accumulator's axis of 4; keep it in range",
+    ),
+    "multifold-data-out-of-range": (
+        "line",
+        "hw.multifold: subscript 0 of `where` is 9 at i=6, outside the accumulator's axis of 4 (valid 0 .. 3); keep the data in range, or clamp it with hw.minimum / hw.maximum",
     ),
     "index-beyond-int64": (
         "line",
@@ -329,6 +348,10 @@ EXPECTED = {
         "par 3 for index 'i' needs tiles of a multiple of 3 elements, which do not divide its extent 8; choose lanes that divide 8",
     ),
     "groupby-par": ("line", "hw.groupby_fold takes one element per cycle; par on 'i' is not supported"),
+    "scatter-par": (
+        "line",
+        "a subscript computed from data changes with the parallel lanes of index 'i', so two lanes could use one element at once; drop par on 'i' or parallelise another index",
+    ),
     "groupby-nested": (
         "line",
         "a group-by, filter or flatmap inside another pattern is not supported; make it a separate result",

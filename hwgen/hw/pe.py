@@ -12,6 +12,7 @@ Members:
     base_<a>: In(addr)      word address of array a in DRAM (sampled at start)
     res_<r>: Out            scalar result r (valid while done)
     overflow_<g>: Out(1)    group-by g saw more distinct keys than its max_keys (valid while done)
+    range_<m>: Out(1)       a multifold's subscript from data left its accumulator m (valid while done)
     mem: Out(dram_port)     the DRAM channel: three typed streams (memchannel.dram_port)
 
 With collective phases (`rings=`, collective.RingPlans; mesh kernels, mesh/hardware.py) the
@@ -27,12 +28,12 @@ root reports done; `cycles` = root cycles + 1 (with a ring: + the unit's cycles)
 
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..dram import DramConfig, word_bits
-from ..loops import Load, Loop, Parallel, Pipe, Store
+from ..loops import Load, Loop, Parallel, Pipe, Store, checked_mems
 from ..passes.names import kind_of
 from . import memchannel, phases
 from .control import MetaLoop, SeqLoop
@@ -80,6 +81,8 @@ class PE(wiring.Component):
             members[f"res_{s.name}"] = Out(dtype_shape(s.mem.dtype))
         for g in prog.groups:
             members[f"overflow_{g.name}"] = Out(1)
+        for mem in checked_mems(prog):
+            members[f"range_{mem.name}"] = Out(1)
         readers = len(self.loads) + len(self.rings)
         self.tag_bits = memchannel.tag_bits_for(max(1, readers))
         self.colls = phases.units(self.rings, dram.words_per_cycle, self.word_bits, addr)
@@ -156,7 +159,19 @@ class PE(wiring.Component):
         self._group_memories(m, ports)
         self._memories(m, ports)
         self._arbiter(m)
+        self._range_flags(m)
         return m
+
+    def _range_flags(self, m) -> None:
+        """`range_<mem>`: sticky from a pipe's pulse (a write at a subscript from data fell
+        outside the memory, and was dropped) until the next start."""
+        for mem in checked_mems(self.prog):
+            flag = getattr(self, f"range_{mem.name}")
+            pulses = [getattr(u, f"range_{mem.name}") for u in self.pipes if mem.name in u.checked]
+            with m.If(self.start & ~self.busy):
+                m.d.sync += flag.eq(0)
+            with m.Elif(Cat(*pulses).any()):
+                m.d.sync += flag.eq(1)
 
     def _control(self, m) -> tuple:
         """start / busy / done / cycles, and the registers sampling the scalar parameters and

@@ -93,6 +93,9 @@ class PipeUnit(wiring.Component):
         self.group_writes = [w for w in pipe.writes if isinstance(w, GroupWrite)]
         for k, w in enumerate(self.group_writes):
             members[f"g{k}"] = Out(update_port(w.group))
+        self.checked = sorted({w.mem.name for w in pipe.writes if getattr(w, "checked", ())})
+        for name in self.checked:  # a write at a subscript from data fell outside its memory
+            members[f"range_{name}"] = Out(1)
         super().__init__(members)
 
     @property
@@ -127,6 +130,7 @@ class PipeUnit(wiring.Component):
 
         dp = self._datapath(m, regs)
         acc_port, k, group = len(self.read_nodes), 0, 0
+        faults: dict = {}  # memory name -> the lanes' out-of-range pulses
         for w, plan in zip(self.pipe.writes, self.write_plans):
             if isinstance(w, GroupWrite):
                 self._group(m, dp, w, getattr(self, f"g{group}"), valid[L], L)
@@ -161,11 +165,29 @@ class PipeUnit(wiring.Component):
                         reduce_names,
                         lambda stage: valid_for(stage, pos, len(spec.lanes)),
                     )
-                m.d.comb += getattr(port, f"en{pos}").eq(valid_for(L, pos, len(spec.lanes)))
+                en = valid_for(L, pos, len(spec.lanes))
+                if getattr(w, "checked", ()):
+                    en = self._range_check(m, w, idx, en, f"w{k}l{pos}", faults)
+                m.d.comb += getattr(port, f"en{pos}").eq(en)
                 for d, v in enumerate(idx):
                     m.d.comb += getattr(port, f"i{pos}_{d}").eq(v)
                 m.d.comb += getattr(port, f"d{pos}").eq(value)
+        for name, pulses in faults.items():
+            m.d.comb += getattr(self, f"range_{name}").eq(Cat(*pulses).any())
         return m
+
+    @staticmethod
+    def _range_check(m, w, idx, en, name, faults):
+        """The write enable of a write at subscripts from data: off when a checked subscript
+        lies outside the memory, which then pulses `range_<mem>`."""
+        inside = Signal(name=f"{name}_inside")
+        m.d.comb += inside.eq(1)
+        for axis in w.checked:
+            v, n = idx[axis], w.mem.shape[axis]
+            with m.If((v < 0) | (v >= n)):
+                m.d.comb += inside.eq(0)
+        faults.setdefault(w.mem.name, []).append(en & ~inside)
+        return en & inside
 
     def _datapath(self, m, regs: dict) -> Datapath:
         """The datapath of the pipe's expressions: counters (`regs`, each lane at its offset),

@@ -13,12 +13,13 @@ Members with one PE (Verilog port names in brackets; what the README documents):
     base_<a>: In(addr)      word address of array a in DRAM (sampled at start)
     res_<r>: Out            scalar result r (valid while done)
     overflow_<g>: Out(1)    group-by g saw more distinct keys than its max_keys (valid while done)
+    range_<m>: Out(1)       a multifold's subscript from data left its accumulator m (valid while done)
     mem: Out(channel)       the DRAM channel [mem__rd_req__valid, mem__rd_req__addr, ...]
 
 With several PEs, `start`, `arg_<p>` and `base_<a>` go to every PE (each PE's arrays sit at
 the same addresses of its own DRAM); `done` is high when every PE is done, `busy` while any
 PE is busy, `cycles` counts from `start` until every PE is done; PE k's channel is
-`mem_<k>`, its results `res_<r>_<k>` and `overflow_<g>_<k>`.
+`mem_<k>`, its results `res_<r>_<k>`, `overflow_<g>_<k>` and `range_<m>_<k>`.
 
 `Top(compiled, dram, rings=plans)` wraps one PE with collective phases (pe.py) and also has
 its members of phases.members (coordinates, phase results' bases, links): the module a mesh
@@ -36,6 +37,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..dram import DramConfig
+from ..loops import checked_mems
 from . import memchannel, phases
 from .datapath import dtype_shape
 from .pe import PE
@@ -67,6 +69,8 @@ class Top(wiring.Component):
                 members[f"res_{s.name}{suffix}"] = Out(dtype_shape(s.mem.dtype))
             for g in prog.groups:
                 members[f"overflow_{g.name}{suffix}"] = Out(1)
+            for mem in checked_mems(prog):
+                members[f"range_{mem.name}{suffix}"] = Out(1)
             members[f"mem{suffix}"] = Out(channel)
         self.extra = list(phases.members(self.rings, dram.addr_bits)) if self.rings else []
         for name in self.extra:
@@ -94,6 +98,8 @@ class Top(wiring.Component):
                 m.d.comb += getattr(self, f"res_{s.name}{suffix}").eq(getattr(pe, f"res_{s.name}"))
             for g in prog.groups:
                 m.d.comb += getattr(self, f"overflow_{g.name}{suffix}").eq(getattr(pe, f"overflow_{g.name}"))
+            for mem in checked_mems(prog):
+                m.d.comb += getattr(self, f"range_{mem.name}{suffix}").eq(getattr(pe, f"range_{mem.name}"))
             memchannel.connect_flat(m, pe.mem, getattr(self, f"mem{suffix}"))
         for name in self.extra:  # a mesh PE's coordinates, phase bases and links: passed through
             member = self.signature.members[name]

@@ -187,8 +187,10 @@ def min_(domain, fn):
 def multifold(domain, init, fn, op="+"):
     """Start from the array `init`; for each index of `domain` in order, `fn(*idx)` returns
     `(where, value)` and `acc[where] = op(acc[where], value)`. `where` is an index, or a tuple
-    of indices and slices, into the accumulator (indices may be data, like an argmin; they must
-    provably stay in range); `value` is a scalar or an array the shape of the slice. Returns
+    of indices and slices, into the accumulator (indices may be data, like an argmin or numpy's
+    `np.add.at(acc, idx, val)`; one from data that leaves the accumulator raises
+    hw.IndexRangeError at run time, in the golden model and in hardware); `value` is a scalar
+    or an array the shape of the slice. Returns
     the accumulator, which lives on chip."""
     shape = _domain(domain, "hw.multifold")
     if not isinstance(init, ArrayVal):
@@ -227,13 +229,15 @@ def multifold(domain, init, fn, op="+"):
             raise TraceError("hw.multifold: a subscript of `where` must be a scalar or a slice", loc)
         else:
             targets.append(const(k))
+    checked = []
     for axis, (t, n) in enumerate(zip(targets, init.shape)):
         lo, hi = value_range(cast(t, int64).expr, trace.extents)
-        if lo < 0 or hi >= n:
+        if (lo < 0 or hi >= n) and _from_data(t.expr):
+            checked.append(axis)  # numpy's IndexError, at run time: the golden model and the hardware check
+        elif lo < 0 or hi >= n:
             raise TraceError(
-                f"hw.multifold: subscript {axis} of `where` may take values in [{lo}, {hi}], outside "
-                f"the accumulator's axis of {n}; keep it in range (hw.minimum / hw.maximum, or a "
-                f"narrower expression)",
+                f"hw.multifold: subscript {axis} of `where` takes values in [{lo}, {hi}], outside "
+                f"the accumulator's axis of {n}; keep it in range",
                 loc,
             )
     elem = value_at(svals)
@@ -250,8 +254,17 @@ def multifold(domain, init, fn, op="+"):
             loc,
         )
     comb = _combiner(op, dt)
-    node = ir.MultiFold(dims, sdims, init_node, tuple(cast(t, int64).expr for t in targets), expr, comb, loc=loc)
+    idx = tuple(cast(t, int64).expr for t in targets)
+    node = ir.MultiFold(dims, sdims, init_node, idx, expr, comb, tuple(checked), loc=loc)
     return ArrayVal(node.shape, dt, node=node)
+
+
+_INDEX_ONLY = (ir.Index, ir.Const, ir.Unary, ir.Binary, ir.Cast, ir.Select, ir.Table, ir.Dim)
+
+
+def _from_data(expr) -> bool:
+    """Whether an expression reads data (arrays, parameters, reductions), not only indices."""
+    return any(not isinstance(n, _INDEX_ONLY) for n in ir.walk(expr))
 
 
 MAX_KEYS = 256

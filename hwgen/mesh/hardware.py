@@ -163,6 +163,11 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
             refuse(f"the body may not use {sub.name} (hw.axis_index or scalars) yet", coll.loc)
         if isinstance(sub, ir.Input) and sub not in rename:
             refuse("the body may read only its local blocks", coll.loc)
+        if (isinstance(sub, ir.MultiFold) and sub.checked) or (isinstance(sub, ir.Collect) and sub.kind == "group"):
+            refuse(
+                "run-time checks (a group-by's max_keys, a multifold subscript from data) are not built on meshes",
+                sub.loc,
+            )
     body = ir.transform(v, lambda x: rename.get(x))
     extents = dict(prog.extents)
     if isinstance(body, ir.Input):

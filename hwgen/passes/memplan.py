@@ -135,29 +135,32 @@ def lane_values(counters) -> list:
     return [dict(zip((c.name for c in par), combo)) for combo in itertools.product(*(range(c.par) for c in par))]
 
 
-def affine_parts(idx, par: dict) -> list:
+def affine_parts(idx, par: dict, loc=None) -> list:
     """Each subscript as an Affine; a data-dependent subscript (a multifold's target, say)
-    becomes Affine 0 for lane purposes, which is only right when no par counter feeds it."""
+    becomes Affine 0 for lane purposes, which is only right when no par counter feeds it
+    (otherwise a ScheduleError at `loc`, the user's line of the memory accessed)."""
     out = []
     for e in idx:
         aff = to_affine(e)
         if aff is None:
             lanes = sorted({n.name for n in ir.walk(e) if isinstance(n, ir.Index) and n.name in par})
             if lanes:
+                user = ", ".join(sorted({f"'{n.split('.')[0]}'" for n in lanes}))
                 raise ScheduleError(
-                    f"the data-dependent subscript {_expr_str(e)} changes with the parallel lanes of "
-                    f"{', '.join(lanes)}, so lanes could collide; parallelise another index"
+                    f"a subscript computed from data changes with the parallel lanes of index {user}, so two "
+                    f"lanes could use one element at once; drop par on {user} or parallelise another index",
+                    loc,
                 )
             aff = to_affine(ir.Const(0, e.dtype))
         out.append(aff)
     return out
 
 
-def lane_offsets(idx, counters) -> tuple:
+def lane_offsets(idx, counters, loc=None) -> tuple:
     """(offsets, names): for each lane of an access (over the par counters its index uses),
     its offset along each dimension, and its (counter, lane offset) pairs."""
     par = {c.name: c.par for c in counters if c.par > 1}
-    affs = affine_parts(idx, par)
+    affs = affine_parts(idx, par, loc)
     used = sorted({n for a in affs for n, c in a.terms if n in par and c})
     lanes, names = [], []
     for combo in itertools.product(*(range(par[n]) for n in used)):
@@ -208,7 +211,7 @@ def _pipe_accesses(ctrl: Pipe, path: tuple) -> list:
             out.append(Access(w.values, ctrl, path, True, lanes, f"the appends to {w.values.name}", names))
             continue
         target = f"the write to {w.mem.name}[{', '.join(_expr_str(i) for i in w.idx)}]"
-        lanes, names = lane_offsets(w.idx, ctrl.counters)
+        lanes, names = lane_offsets(w.idx, ctrl.counters, w.mem.loc)
         if w.op is not None:
             out.append(Access(w.mem, ctrl, path, False, lanes, target, names))
         out.append(Access(w.mem, ctrl, path, True, lanes, target, names))
@@ -243,7 +246,7 @@ def _reads(ctrl, path: tuple, exprs) -> list:
     for e in exprs:
         for n in ir.walk(e):
             if isinstance(n, ir.MemRead):
-                lanes, names = lane_offsets(n.idx, counters)
+                lanes, names = lane_offsets(n.idx, counters, n.mem.loc)
                 text = f"the read {n.source or _expr_str(n)}"
                 out.append(Access(n.mem, ctrl, path, False, lanes, text, names))
     return out

@@ -81,7 +81,7 @@ class Reductions:
         counters = local + slices
         exprs = [self.extract(ir.subst_indices(e, sub), counters, stages) for e in node.idx + (node.value,)]
         *idx, value = self.tile_reads_all(exprs, stages)
-        write = Write(acc, tuple(idx), value, node.op, ir.Const(0, bool_))
+        write = Write(acc, tuple(idx), value, node.op, ir.Const(0, bool_), node.checked)
         stages.append(Pipe(tuple(counters), (write,)))
         self.top.extend([self.loop(outer, stages)] if outer else stages)
         self.hoisted[node] = acc

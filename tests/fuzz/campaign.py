@@ -107,7 +107,7 @@ def _loop(st, seed, programs, start, schedules, rtl_every, minimize_s, time_limi
         prog = generate(seed, index, excluded, kinds=kinds)
         coverage(prog, st.cov)
         rtl = bool(rtl_every) and index % rtl_every == 0
-        o = check(prog, seed, index, n_schedules=schedules, rtl=rtl, excluded=excluded)
+        o = check(prog, seed, index, n_schedules=schedules, rtl=rtl)
         for k in o.notes:
             if k[0].startswith("variant:"):
                 st.cov[k[0]] += 1
@@ -127,7 +127,7 @@ def _loop(st, seed, programs, start, schedules, rtl_every, minimize_s, time_limi
             small, ssched = minimize(
                 prog, sched, o.cls, seed, index, rtl=hwcls, budget_s=minimize_s, log=log, plan=plan
             )
-            again = check(small, seed, index, fixed_schedule=ssched, rtl=hwcls, excluded=excluded, plan=plan)
+            again = check(small, seed, index, fixed_schedule=ssched, rtl=hwcls, plan=plan)
             detail = again.detail or o.detail
         else:
             detail = o.detail

@@ -21,20 +21,10 @@ DTYPES = INTS + ["bool"]
 EXTENTS = [4, 4, 6, 8, 8, 12, 16, 24, 32]
 FX_FRAC = 16  # hw.fixed(16, 16)
 
-# Known open bugs (reported elsewhere and being fixed): forms the generator does not produce
-# unless the exclusion is lifted. Each name is one finding; see docs/fuzzing.md.
-KNOWN_BUGS = {
-    "helper-reuse": "a helper function called twice (same index names) gives wrong hardware",
-    "collect-2d-split": "filter/flatmap/groupby order under 2-D tiling, outer tiled, inner split",
-    "groupby-one-column": "one-column groupby values (a 1-tuple or length-1 array) lose their axis",
-    "index-compare-arith": "index comparisons used arithmetically ((i < 2) + (i < 3))",
-    "sliding-window": "sliding-window slices x[i:i+W] are refused",
-    # found by this fuzzer (docs/fuzzing.md, Open findings)
-    "F1-loopir-scalar-post": "the loop-IR interpreter crashes on a scalar result computed from a "
-    "reduction (argmin/argmax, hw.sum(...) * 2): 'setting an array element with a sequence'",
-    "F2-bool-matmul": "a @ b of two bool_ arrays: the hardware adds the products modulo 2 (xor) where "
-    "numpy and the golden model OR them",
-}
+# Known open bugs: forms the generator does not produce (or schedules it skips) unless the
+# exclusion is lifted with --include-known. Each entry names one open finding; see docs/fuzzing.md.
+# Every finding so far is fixed, and its form is generated again.
+KNOWN_BUGS: dict[str, str] = {}
 
 
 # ----------------------------------------------------------------------------- expressions
@@ -61,6 +51,8 @@ def is_weak(t):
 
 
 def sample(t):
+    if is_weak(t) and t[0] == "wb":
+        return True  # a comparison of index values: a Python bool
     if is_weak(t):
         return t[1] if t[1] == t[2] else 1
     return np.ones((), t)[()]
@@ -295,7 +287,14 @@ class Gen:
 
     def node(self, vars_, depth):
         r = self.r
-        kind = r.choices(["bin", "cmpwhere", "maxmin", "un", "cast", "shift"], [10, 2, 2, 1, 2, 1])[0]
+        kind = r.choices(["bin", "cmpwhere", "maxmin", "un", "cast", "shift", "icmp"], [10, 2, 2, 1, 2, 1, 1])[0]
+        if kind == "icmp":  # (i < 3): a Python bool, used as 0 or 1 in arithmetic
+            if not vars_:
+                return None
+            v = r.choice(vars_)
+            c = r.randint(0, self.ext[v])
+            i = Ex("idx", (), (v,), ("w", 0, self.ext[v] - 1))
+            return Ex("bin", (i, Ex("lit", (), (c,), ("w", c, c))), (r.choice(COMPARE),), ("wb", 0, 1))
         if kind == "bin":
             op = r.choice(["+", "-", "*", "//", "%", "&", "|", "^", "+", "-", "*"])
             a, b = self.expr(vars_, depth - 1), self.expr(vars_, depth - 1)
@@ -347,7 +346,10 @@ class Gen:
     def cmp(self, vars_, depth):
         a, b = self.expr(vars_, depth), self.expr(vars_, depth)
         if is_weak(a.t) and is_weak(b.t):
-            return None  # KNOWN_BUGS["index-compare-arith"]: no comparisons of indices alone
+            if self.fixed or self.r.random() < 0.5:
+                return None
+            # index values compare to a Python bool, which arithmetic treats as 0 or 1
+            return Ex("bin", (a, b), (self.r.choice(COMPARE),), ("wb", 0, 1))
         op = self.r.choice(COMPARE)
         if self.fixed and a.op in ("flit", "lit") and b.op in ("flit", "lit"):
             return None
@@ -470,11 +472,11 @@ class Gen:
             b = self.new_array(2, r.choice(self.palette), (k, n))
             if numpy_type(operator.mul, np.dtype(a.dtype), np.dtype(b.dtype)) is None:
                 b.dtype = a.dtype
-            if "F2-bool-matmul" in self.excluded and a.dtype == b.dtype == "bool":
-                b.dtype = "uint8"
             p.extra.update(a=a.name, b=b.name, ta=ta)
         elif kind == "multifold":
             self.multifold(p)
+        elif kind == "helper":
+            self.helper(p)
         elif kind in ("filter", "flatmap", "groupby"):
             nd = 2 if r.random() < 0.25 else 1
             p.dims = [(self.var(e), e) for e in [self.extent(nd) for _ in range(nd)]]
@@ -514,7 +516,8 @@ class Gen:
                     if numpy_type(_PYOP[key.a[0]], key.kids[0].t, key.kids[1].t) is None:
                         key = key.kids[0]
                 p.extra["key"] = key
-                ncol = r.choice([1, 1, 2, 3])  # never a one-element tuple (KNOWN_BUGS groupby-one-column)
+                ncol = r.choice([1, 1, 2, 3])
+                p.extra["tuple1"] = ncol == 1 and r.random() < 0.3  # (key, (value,)): values keep an axis
                 vals = [self.strong(vs, 2) for _ in range(ncol)]
                 vals = [vals[0]] + [
                     v if v.t == vals[0].t else Ex("cast", (v,), (vals[0].t.name,), vals[0].t) for v in vals[1:]
@@ -530,6 +533,10 @@ class Gen:
         r = self.r
         if depth <= 0 or r.random() < 0.3:
             x = r.random()
+            if x < 0.2:  # a sliding window x[i:i + cols]
+                cand = [a for a in self.arrays.values() if a.ndim == 1 and a.fixed_shape is None and a.dtype != "fx"]
+                arr = r.choice(cand) if cand and r.random() < 0.5 else self.new_array(1)
+                return Ex("win", (), (arr.name, v, cols), np.dtype(arr.dtype))
             if x < 0.6:
                 cand = [a for a in self.arrays.values() if a.ndim == 2 and a.fixed_shape == ("rows", cols)]
                 arr = r.choice(cand) if cand and r.random() < 0.5 else self.new_array(2, None, ("rows", cols))
@@ -603,6 +610,35 @@ class Gen:
                 return Ex(op if op in ("max", "min") else "bin", (a, b), () if op in ("max", "min") else (op,), t)
         arr = self.new_array(2, None, (m, n))
         return Ex("vec", (), (arr.name,), np.dtype(arr.dtype))
+
+    def helper(self, p):
+        """A helper function called on its own result (`h(h(x))`, as stacked layers are written):
+        `hw.map(n, lambda i: u[i] OP e)` or `hw.map(n, lambda i: hw.sum(n, lambda k: u[k] OP e))`,
+        with e over i (and k) and the other arrays; the element type is the same for every call."""
+        r = self.r
+        n = self.extent()
+        v = self.var(n)
+        p.dims = [(v, n)]
+        form = r.choice(["map", "sum"])
+        if form == "sum":
+            k = self.var(n)
+            p.inner = [(k, n)]
+        at = v if form == "map" else k
+        for _ in range(10):
+            dt = np.dtype(r.choice(INTS))
+            op = r.choice(["+", "-", "*", "^", "&", "|", "max", "min"])
+            e = self.strong([d for d, _ in p.dims + p.inner], r.randint(0, 2))
+            fn = np.maximum if op in ("max", "min") else _PYOP[op]
+            if numpy_type(fn, dt, e.t) == dt:
+                break
+        else:
+            dt, op, e = np.dtype("int32"), "+", Ex("lit", (), (1,), ("w", 1, 1))
+        u = Ex("uref", (), ("u", at), dt)
+        p.body = Ex(op, (u, e), (), dt) if op in ("max", "min") else Ex("bin", (u, e), (op,), dt)
+        p.rop = "+"
+        p.extra["x"] = self.new_array(1, dt.name, (n,)).name
+        p.extra["calls"] = r.choice([2, 2, 3])
+        p.extra["form"] = form
 
     def multifold(self, p):
         r = self.r
@@ -696,6 +732,7 @@ KINDS = {  # pattern kind -> weight
     "argmin": 1,
     "argmax": 1,
     "scalar": 1,
+    "helper": 1,
 }
 FX_KINDS = {"map": 4, "reduce": 2, "mapreduce": 2, "argmax": 1, "argmin": 1, "filter": 1}
 
@@ -729,6 +766,6 @@ def generate(seed: int, index: int, excluded=frozenset(KNOWN_BUGS), kinds=None) 
                 g.results.append((base, p.body.t if p.rop in ("+", "*", "max", "min", "&", "|", "^") else p.body.t))
             elif kind in ("argmin", "argmax"):
                 g.results.append((base, np.dtype("int64")))
-            elif kind == "map" and not fixed and len(p.dims) == 1:
+            elif kind in ("map", "helper") and not fixed and len(p.dims) == 1:
                 g.res_arrays.append((base, p.body.t.name, (p.dims[0][1],)))
     return Prog(f"fz{seed}_{index}", g.arrays, g.scalars, pats, fixed, r.randrange(2**31))

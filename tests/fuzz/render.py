@@ -161,6 +161,10 @@ class Renderer:
                 for ax, (v, c, off) in enumerate(n.a[1]):
                     hi = off if v is None else (off if c == -1 else c * (self.ext[v] - 1) + off)
                     cur[ax] = max(cur[ax], hi + 1)
+            elif n.op == "win":
+                used.add(n.a[0])
+                cur = need.setdefault(n.a[0], [1])
+                cur[0] = max(cur[0], self.ext[n.a[1]] - 1 + n.a[2])
             elif n.op in ("row", "vec", "slice", "tr"):
                 used.add(n.a[0])
                 if n.op == "row":
@@ -171,6 +175,8 @@ class Renderer:
                 used.update([pat.extra["a"], pat.extra["b"]])
             if pat.kind == "multifold" and pat.extra.get("init"):
                 used.add(pat.extra["init"])
+            if pat.kind == "helper":
+                used.add(pat.extra["x"])
         shapes = {}
         for name, arr in self.p.arrays.items():
             if name not in used:
@@ -227,6 +233,10 @@ class Renderer:
             return f"{r(e.kids[0])}.astype({np_dtype(dt) if ref else hw_dtype(dt)})"
         if op == "row":
             return f"{e.a[0]}[{e.a[1]}, :]"
+        if op == "win":
+            return f"{e.a[0]}[{e.a[1]}:{e.a[1]} + {e.a[2]}]"
+        if op == "uref":
+            return f"{e.a[0]}[{e.a[1]}]"
         if op == "vec":
             return e.a[0]
         if op == "tr":
@@ -303,7 +313,8 @@ class Renderer:
             return f"hw.flatmap({self.dom(p.dims)}, {self.lam(p.dims)}: ({es},), max_out={x['max_out']})"
         if p.kind == "groupby":
             vals = x["values"]
-            val = ex(vals[0]) if len(vals) == 1 else "(" + ", ".join(ex(v) for v in vals) + ")"
+            val = ", ".join(ex(v) for v in vals)
+            val = val if len(vals) == 1 and not x.get("tuple1") else f"({val},)"
             op = CUSTOM[p.rop][0] if p.rop in CUSTOM else repr(p.rop)
             return (
                 f"hw.groupby_fold({self.dom(p.dims)}, {self.lam(p.dims)}: ({ex(x['key'])}, {val}), {op}, "
@@ -364,9 +375,23 @@ class Renderer:
             return f"compact([pr {self.loops(p.dims)} for pr in ({pairs},)], {n})"
         if p.kind == "groupby":
             vals = x["values"]
-            val = ex(vals[0]) if len(vals) == 1 else "np.array([" + ", ".join(ex(v) for v in vals) + "])"
+            val = ", ".join(ex(v) for v in vals)
+            val = val if len(vals) == 1 and not x.get("tuple1") else f"np.array([{val}])"
             return f"groupby([({ex(x['key'])}, {val}) {self.loops(p.dims)}], {self.ref_op(p.rop)}, {x['max_keys']})"
         raise ValueError(p.kind)
+
+    def helper_lines(self, p, ref: bool) -> list[str]:
+        """A helper pattern: the function's definition, then the result as nested calls."""
+        x = p.extra
+        (v, n), body = p.dims[0], self.ex(p.body, ref)
+        if x["form"] == "sum":
+            k = p.inner[0][0]
+            body = f"fold(R['+'], [{body} for {k} in range({n})])" if ref else f"hw.sum({n}, lambda {k}: {body})"
+        call = x["x"]
+        for _ in range(x["calls"]):
+            call = f"h{p.outs[0]}({call})"
+        fn = f"np.array([{body} for {v} in range({n})])" if ref else f"hw.map({n}, lambda {v}: {body})"
+        return [f"    def h{p.outs[0]}(u):", f"        return {fn}", f"    {p.outs[0]} = {call}"]
 
     # --- the whole file
     def source(self, schedule=None, input_seed=None, variant=None) -> str:
@@ -390,6 +415,9 @@ class Renderer:
             f"def {self.p.name}({', '.join(sig)}):",
         ]
         for p in self.p.pats:
+            if p.kind == "helper":
+                lines += self.helper_lines(p, False)
+                continue
             lines.append(f"    {', '.join(p.outs)} = {self.hw_pat(p)}")
         lines.append(f"    return {', '.join(outs)}")
         lines += [
@@ -405,6 +433,9 @@ class Renderer:
             if a.dtype == "fx":
                 lines.append(f"    {a.name} = fxin({a.name})")
         for p in self.p.pats:
+            if p.kind == "helper":
+                lines += self.helper_lines(p, True)
+                continue
             lines.append(f"    {', '.join(p.outs)} = {self.ref_pat(p)}")
         lines.append(f"    return {', '.join(outs)}")
         lines += ["", "", f"def inputs(seed={seed}):", "    rng = np.random.default_rng(seed)"]

@@ -19,7 +19,7 @@ from hwgen.build import loop_program
 from hwgen.lang.signature import check_args, to_user
 from hwgen.simulate import simulate
 
-from .gen import KNOWN_BUGS, Prog
+from .gen import Prog
 from .render import render
 
 WORK = Path(os.environ.get("HWGEN_FUZZ_DIR", Path(tempfile.gettempdir()) / "hwgen-fuzz"))
@@ -139,17 +139,6 @@ def sim_plan(seed, index, extra=True):
     return plan
 
 
-def excluded_schedule(prog: Prog, schedule: dict, excluded) -> str | None:
-    """The known bug a schedule would hit, if its exclusion is on."""
-    if "collect-2d-split" in excluded:
-        for p in prog.pats:
-            if p.kind in ("filter", "flatmap", "groupby") and len(p.dims) == 2:
-                (o, _), (i, ie) = p.dims
-                if schedule["tile"].get(o, 1) > 1 and schedule["tile"].get(i, 1) != ie:
-                    return "collect-2d-split"
-    return None
-
-
 def check(
     prog: Prog,
     seed: int,
@@ -157,7 +146,6 @@ def check(
     n_schedules=2,
     rtl=False,
     fixed_schedule=None,
-    excluded=frozenset(KNOWN_BUGS),
     only=None,
     plan=None,
 ) -> Outcome:
@@ -207,10 +195,6 @@ def check(
     )
     accepted = []
     for sched in schedules:
-        bug = excluded_schedule(prog, sched, excluded)
-        if bug:
-            out.note("excluded:" + bug)
-            continue
         out.note("schedules")
         try:
             k = kernel.with_schedule(**sched)
@@ -222,10 +206,6 @@ def check(
         except Exception as e:  # noqa: BLE001
             out.finding("lower-crash", f"{type(e).__name__}: {e}\n{_tb()}", sched)
             return out
-        if "F1-loopir-scalar-post" in excluded and any(p.kind in ("argmin", "argmax", "scalar") for p in prog.pats):
-            out.note("excluded:F1-loopir-scalar-post")
-            accepted.append((sched, k))
-            continue
         try:
             res = loop_interp.run(lp, check_args(k.name, k.params, args))
             got = tuple(to_user(p, res[p.name]) for p in k.results)
