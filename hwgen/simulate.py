@@ -11,6 +11,7 @@ for `done`: nothing runs per cycle outside Verilator.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -28,6 +29,7 @@ from .errors import HwgenError, IndexRangeError, MismatchError, SimulationError,
 from .lang.signature import check_args, to_user
 from .loop_interp import overflow_error
 from .loops import checked_mems
+from .stalls import stalled
 
 _DRAM_V = Path(harness.__file__).with_name("dram.v")
 # simulation models of the device primitives a target's netlist instantiates (hw/device.py)
@@ -172,7 +174,6 @@ def _run(
         "scope": ["pe0"],
         "runs": runs,
     }
-    (work / "config.json").write_text(json.dumps(config))
     plusargs = [
         f"+DRAM_IN={work / 'dram_in.hex'}",
         f"+DRAM_OUT={work / 'dram_out.hex'}",
@@ -180,14 +181,25 @@ def _run(
         f"+DRAM_JITTER={dram.jitter}",
         f"+DRAM_SEED={(seed or 0) * 2654435761 % (1 << 31) + 1}",
     ]
+    if os.environ.get("HWGEN_DRAM_STALL_AFTER"):  # a fault, to test hang reports (docs/hardware.md)
+        plusargs.append(f"+DRAM_STALL_AFTER={int(os.environ['HWGEN_DRAM_STALL_AFTER'])}")
+    result = _sim(build_dir, work, config, plusargs, waves, loc)
+    every = sorted(design.component.unit_names)
+    if result.get("timeout") and sorted(units) != every:  # again, watching every controller
+        result = _sim(build_dir, work, dict(config, monitor=every), plusargs, waves, loc)
+    _check_run(design, values, result, runs, timeout, loc)
+    return result
+
+
+def _sim(build_dir, work: Path, config: dict, plusargs: list, waves: bool, loc) -> dict:
+    """One run of the testbench with `config`: its result."""
+    (work / "config.json").write_text(json.dumps(config))
     env = {"HWGEN_SIM_CONFIG": str(work / "config.json"), "HWGEN_SIM_RESULT": str(work / "result.json")}
     try:
         runner.run(build_dir, work, plusargs, env, waves=waves)
     except runner.ToolError as e:
         raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
-    result = json.loads((work / "result.json").read_text())
-    _check_run(design, values, result, runs, timeout, loc)
-    return result
+    return json.loads((work / "result.json").read_text())
 
 
 def _check_run(design, values: dict, result: dict, runs: int, timeout: int, loc) -> None:
@@ -200,8 +212,12 @@ def _check_run(design, values: dict, result: dict, runs: int, timeout: int, loc)
             loc,
         )
     if result.get("timeout"):
+        stuck = stalled(design.component.pe.tree, result.get("timeline") or {})
+        where = f"; stalled in {'; '.join(stuck)}" if stuck else ""
         raise SimulationError(
-            f"kernel '{name}' did not finish within {timeout} cycles (predicted {predicted}): the hardware hangs", loc
+            f"kernel '{name}' did not finish within {timeout} cycles (predicted {predicted}): the hardware "
+            f"hangs{where}",
+            loc,
         )
     if result["fault"]:
         raise SimulationError(f"kernel '{name}' accessed DRAM outside the simulated memory", loc)

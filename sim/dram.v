@@ -12,7 +12,8 @@
 //   written to +DRAM_OUT=<file> ($writememh) on a clock edge where `dump` is high.
 // With ID >= 0 (one model per PE of a mesh) the files are <file>.<ID>.
 // Run-time settings: +DRAM_LATENCY=<n> (default 20), +DRAM_JITTER=<n> (default 0),
-// +DRAM_SEED=<n> (nonzero, for the jitter).
+// +DRAM_SEED=<n> (nonzero, for the jitter), +DRAM_STALL_AFTER=<n> (a fault for testing hang
+// reports: after accepting n read requests the channel never accepts another).
 `timescale 1ns/1ps
 module hwgen_dram #(
     parameter integer WORD_W = 32,
@@ -47,6 +48,8 @@ module hwgen_dram #(
     reg [WORD_W-1:0] mem [0:DEPTH-1];
     integer latency;
     integer jitter;
+    integer stall_after;
+    integer accepted;
     reg [31:0] lfsr;
     string in_file;
     string out_file;
@@ -58,6 +61,8 @@ module hwgen_dram #(
         fault = 1'b0;
         if (!$value$plusargs("DRAM_LATENCY=%d", latency)) latency = 20;
         if (!$value$plusargs("DRAM_JITTER=%d", jitter)) jitter = 0;
+        if (!$value$plusargs("DRAM_STALL_AFTER=%d", stall_after)) stall_after = -1;
+        accepted = 0;
         if (!$value$plusargs("DRAM_SEED=%d", lfsr)) lfsr = 32'd1;
         if (lfsr == 32'd0) lfsr = 32'd1;
         if ($value$plusargs("DRAM_IN=%s", in_file)) begin
@@ -86,7 +91,8 @@ module hwgen_dram #(
     always @(posedge clk) stall <= {stall[30:0], stall[31] ^ stall[21] ^ stall[1] ^ stall[0]};
     wire refuse_rd = (jitter > 0) && (stall[3:2] == 2'b00);
     wire refuse_wr = (jitter > 0) && (stall[9:8] == 2'b00);
-    assign rd_req_ready = (count < QN) && !refuse_rd;
+    wire stalled = (stall_after >= 0) && (accepted >= stall_after);
+    assign rd_req_ready = (count < QN) && !refuse_rd && !stalled;
     assign rd_resp_valid = (count != 0) && (q_time[head] <= now);
     assign rd_resp_tag = q_tag[head];
 
@@ -112,6 +118,7 @@ module hwgen_dram #(
         end else begin
             now <= now + 1;
             if (push) begin
+                accepted <= accepted + 1;
                 due = now + latency;
                 if (jitter > 0) begin
                     due = due + ({32'd0, lfsr} % (jitter + 1));

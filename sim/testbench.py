@@ -10,7 +10,7 @@ waits for `done` (an edge callback: no Python runs per cycle), has the DRAM mode
 saw to the JSON file named by $HWGEN_SIM_RESULT: `cycles` (the kernel's counter), `measured`
 (clock periods between start and done), `run_seconds` (wall time from start to done), result
 values, `timeline` (per monitored controller, the cycles of its go and done pulses), `fault`,
-or `timeout` (with a mesh top, `pe_done`: its PEs' done bits then).
+or `timeout` (with the timeline so far, and with a mesh top `pe_done`: its PEs' done bits then).
 """
 
 import json
@@ -73,6 +73,7 @@ async def run_kernel(dut):
     out["run_seconds"] = time.perf_counter() - wall
     if fired is timeout:
         out["timeout"] = True
+        out["timeline"] = timeline  # up to the timeout: which controllers started and never finished
         try:  # a mesh top: which PEs are done
             out["pe_done"] = int(dut.pe_done.value)
         except AttributeError:

@@ -144,6 +144,43 @@ def test_helper_called_twice_keeps_its_loops_apart(layers):
             assert not inner & {k.name for k in outer.counters}, (tiles, show(prog))
 
 
+def pipe_work(prog) -> int:
+    """Pipe iterations the loop program runs in all (each pipe's, times its loops' trips)."""
+
+    def go(c, trips):
+        if isinstance(c, Pipe):
+            return trips * c.iterations
+        if isinstance(c, Loop):
+            return sum(go(s, trips * c.iterations) for s in c.stages)
+        return sum(go(s, trips) for s in getattr(c, "children", ()))
+
+    return go(prog.root, 1)
+
+
+@pytest.mark.parametrize("tiles", [{}, {"n": 4, "o": 4, "i": 2}, {"i": 8}])
+def test_a_layer_on_the_layer_before_reads_it_stored_once(tiles):
+    # inlining layer 1 into layer 2 would recompute each of its elements for every o of layer 2
+    # (D times the work per layer, D^(L-1) for L layers): it is stored on chip once instead
+    for layers in (1, 2, 3):
+        kernel = mlp(layers)
+        x, w = mlp_args(layers)
+        got, prog = run_lowered(kernel, (x, w), tiles)
+        np.testing.assert_array_equal(got, mlp_numpy(x, w))
+        stored = [m for m in prog.mems if m.label == "an intermediate array"]
+        assert len(stored) == layers - 1 and all(m.shape == (B, D) for m in stored)
+        assert pipe_work(prog) <= layers * (B * D * D + 2 * B * D), (tiles, layers, show(prog))
+
+
+def test_an_intermediate_read_once_per_element_is_still_fused():
+    @hw.kernel
+    def twice(x: hw.Array[int32, B, D]) -> hw.Array[int32, B]:
+        rows = hw.map(B, lambda n: hw.sum(D, lambda i: x[n, i]))
+        return hw.map(B, lambda m: rows[m] * 2)
+
+    prog = lower(twice.program, {}, None)
+    assert not [m for m in prog.mems if m.label == "an intermediate array"]
+
+
 def test_substitution_does_not_capture_a_bound_index():
     # h[n, i] inlined into a body binding its own i: the bound i is renamed, not captured
     i, n = ir.Index("i"), ir.Index("n")

@@ -14,13 +14,15 @@ pytestmark = pytest.mark.rtl
     [
         dict(metapipeline=False),  # the untiled baseline
         dict(tile={"n": 4, "o": 4, "i": 4}, par={"i": 2}),
+        dict(tile={"n": 8, "o": 8, "i": 8}, par={"o": 2, "i": 4}, metapipeline=True),
     ],
 )
 def test_helper_called_twice_in_verilator(schedule):
-    kernel = mlp(2).with_schedule(**schedule)
-    x, w = mlp_args(2)
+    kernel = mlp(3).with_schedule(**schedule)  # layers 1 and 2 stored on chip, read by the next
+    x, w = mlp_args(3)
     r = kernel.verify(x, w)
     np.testing.assert_array_equal(r.outputs, mlp_numpy(x, w))
+    assert r.cycles == r.predicted_cycles
 
 
 @pytest.mark.parametrize("k", range(4))

@@ -8,13 +8,13 @@ drop the write and raise a flag, which simulation reports with the golden model'
 
 import numpy as np
 import pytest
+from markers import check_error
 
 import hwgen as hw
 from hwgen import int32, uint8
 from hwgen.build import loop_program
 from hwgen.loop_interp import run as run_loops
 from hwgen.simulate import simulate
-from markers import check_error
 
 N, K = 32, 8
 
@@ -113,7 +113,6 @@ def test_the_hardware_has_a_flag_per_checked_accumulator():
         return hw.multifold(N, hw.zeros(K, int32), lambda i: (idx[i] & (K - 1), x[i]))
 
     assert elaborate(masked).flags == []  # provably in range: nothing to check
-
 
 
 @pytest.mark.rtl

@@ -33,6 +33,8 @@ class Reductions:
             elif isinstance(e, ir.Read) and isinstance(e.src, ir.MultiFold):
                 acc = self.fold(e.src)  # computed once, before everything that reads it
                 out = ir.MemRead(acc, tuple(go(i) for i in e.idx), e.text)
+            elif isinstance(e, ir.Read) and isinstance(e.src, ir.Map):  # kept by passes/fuse.py
+                out = ir.MemRead(self.materialize(e.src), tuple(go(i) for i in e.idx), e.text)
             elif isinstance(e, ir.Read) and isinstance(e.src, ir.Part):
                 mem, _ = self.collect_part(e.src)
                 out = ir.MemRead(mem, tuple(go(i) for i in e.idx), e.text)
@@ -86,6 +88,22 @@ class Reductions:
         self.top.extend([self.loop(outer, stages)] if outer else stages)
         self.hoisted[node] = acc
         return acc
+
+    def materialize(self, node: ir.Map) -> Mem:
+        """An intermediate Map stored whole on chip (passes/fuse.py decides which), computed
+        once, by top-level stages, before everything that reads it."""
+        found = self.hoisted.get(node)
+        if found is not None:
+            return found
+        mem = self.new_mem("map", node.dtype, node.shape, "an intermediate array", node.loc)
+        outer, local, sub = self.split(node.dims)  # tiled and laned as the schedule says
+        stages: list = []
+        body = self.extract(ir.subst_indices(node.body, sub), local, stages)
+        body = self.tile_reads(body, stages)
+        stages.append(Pipe(tuple(local), (Write(mem, tuple(sub[d.name] for d in node.dims), body),)))
+        self.top.extend([self.loop(outer, stages)] if outer else stages)
+        self.hoisted[node] = mem
+        return mem
 
     def init_fold(self, acc: Mem, init: ir.ArrayNode) -> None:
         """Fill the accumulator with the multifold's starting array."""
