@@ -479,17 +479,40 @@ def ring_span(ring) -> int:
     return last + 1
 
 
-def mesh_link_bound(kind: str, n: int, group: int, axes: int, hops: int = 0) -> int:
+def mesh_link_bound(kind: str, n: int, group: int, axes: int, hops: int = 0, pairs=()) -> int:
     """Cycles a collective of an n-word vector over a group of `group` PEs spanning `axes` axes
     of a ring or torus needs at least: each PE sends (group - 1)/group * n words (twice that
     for an all-reduce: a reduce-scatter, then an all-gather) over its 2 * axes outgoing
     links, one word per cycle each. A permute by a shift of k (or group - k: `hops`) on a
     ring moves every block of n / group words k hops one way or group - k the other: split
-    at best, k (group - k) / group block-words per link."""
+    at best, k (group - k) / group block-words per link. Any other permutation, and an
+    all-to-all, given by its (source, destination) `pairs` of blocks: the hop-words of every
+    block over its shortest way, spread over the ring's 2 * group links."""
+    if kind == "all_to_all" or (kind == "permute" and len({(d - s) % group for s, d in pairs}) > 1):
+        # blocks of n / group words, each over its shortest way: the hop-words over the 2 * group
+        # links, and at least half a block into each receiving PE (it has two links in)
+        block = n // group
+        hopwords = sum(min((d - s) % group, (s - d) % group) for s, d in pairs) * block
+        return math.ceil(max(hopwords / (2 * group), block / 2 if hopwords else 0))
     if kind == "permute":
         return math.ceil(n // group * hops * (group - hops) / group)
     sends = (group - 1) * n * (2 if kind == "all_reduce" else 1)
     return math.ceil(sends / (2 * axes * group))
+
+
+COPY_EXTRA = 5  # BlockCopy: cycles beyond its beats and the DRAM latency, go to done
+
+
+def copy_cycles(plan, dram: DramConfig) -> int:
+    """Cycles from a BlockCopy's go to its done (hw/copy.py): B/W read requests one a cycle,
+    each answered Lm + 2 cycles later and written the cycle after; done a cycle after the
+    channel takes the last."""
+    return plan.words // dram.words_per_cycle + dram.latency + COPY_EXTRA
+
+
+def phase_cycles(plan, dram: DramConfig) -> int:
+    """A collective phase's cycles: a ring collective's or a block copy's."""
+    return copy_cycles(plan, dram) if plan.kind == "copy" else ring_collective_cycles(plan, dram)
 
 
 def predict_mesh(compiled, dram: DramConfig, rings, link_bound: int) -> Prediction:
@@ -500,20 +523,10 @@ def predict_mesh(compiled, dram: DramConfig, rings, link_bound: int) -> Predicti
     body = predict(compiled, dram)
     phases = []
     for k, ring in enumerate(rings):
-        phases.append(
-            {
-                "unit": f"ring{k}",
-                "collective": ring.kind,
-                "axis": ring.axis,
-                "op": ring.op,
-                "p": ring.p,
-                "words": ring.n,
-                "directions": ring.dirs,
-                "slice": ring.slice,
-                "rounds": ring.rounds,
-                "cycles": ring_collective_cycles(ring, dram),
-            }
-        )
+        phase = {"unit": f"ring{k}", "collective": ring.kind, "axis": ring.axis, "p": ring.p, "words": ring.n}
+        if ring.kind != "copy":
+            phase.update(op=ring.op, directions=ring.dirs, slice=ring.slice, rounds=ring.rounds)
+        phases.append({**phase, "cycles": phase_cycles(ring, dram)})
     cycles = body.cycles + sum(ph["cycles"] for ph in phases) + 1
     tree = {"unit": "seq", "stages": [body.tree, *phases], "cycles": cycles}
     return Prediction(cycles, max(body.roofline, link_bound), body.compute_bound, body.memory_bound, body.lanes, tree)

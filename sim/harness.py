@@ -284,8 +284,13 @@ class MeshLayout(Layout):
         self.arrays = list(design.program.drams)
         first = rings[0].src  # the program's result, the first phase's operand
         names = [(d.name, d.size, d.dtype, d.role if d.name != first else "scratch") for d in self.arrays]
-        for r in rings:  # each phase's result: the last one's is the kernel's
-            names.append((r.dst, r.dst_words, r.dtype, "out" if r is rings[-1] else "scratch"))
+        for r in rings:  # each phase's result (phases may share one): the last one's is the kernel's
+            role = "out" if r.dst == rings[-1].dst else "scratch"
+            same = [k for k, e in enumerate(names) if e[0] == r.dst]
+            if same:
+                names[same[0]] = (r.dst, max(names[same[0]][1], r.dst_words), r.dtype, role)
+            else:
+                names.append((r.dst, r.dst_words, r.dtype, role))
         self.entries = names
         self.regions = []
         addr = ALIGN

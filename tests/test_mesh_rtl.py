@@ -177,6 +177,10 @@ def test_mesh_verilog_lints_clean_and_every_pe_is_one_module(tmp_path):
     assert ".x_prev_rx__valid(x_next_tx3_valid_rx)" in text and ".x_next_rx__valid(x_prev_tx1_valid_rx)" in text
     warnings = runner.lint(design.paths["verilog"], design.paths["waivers"])
     assert "%Warning" not in warnings and "%Error" not in warnings, warnings
+    for other in (a2a_kernel((4,), "x", 8), dot_kernel(2, 64, 8)):  # copies and permutes; a ring of 2
+        design = other.build(out_dir=tmp_path)
+        warnings = runner.lint(design.paths["verilog"], design.paths["waivers"])
+        assert "%Warning" not in warnings and "%Error" not in warnings, warnings
 
 
 def test_a_hang_names_the_pes_not_done(monkeypatch):
@@ -337,6 +341,94 @@ def test_ppermute_along_one_axis_of_a_torus_and_a_perm_that_is_no_shift():
     blocks = (a + 1).reshape(2, 4, 16)
     sim = kernel([(j, (j + 1) % 4) for j in range(4)]).verify(a)
     check(sim, np.roll(blocks, 1, axis=1).reshape(-1))
-    with pytest.raises(hw.UnsupportedError) as e:
-        kernel([(0, 1), (1, 0), (2, 3), (3, 2)]).elaborate()
-    assert "perm must be one shift along the ring" in e.value.message
+    # swapping neighbours: two shifts (+1 and -1), the second phase leaving the first's blocks be
+    sim = kernel([(0, 1), (1, 0), (2, 3), (3, 2)]).verify(a)
+    check(sim, blocks[:, [1, 0, 3, 2]].reshape(-1))
+    assert [ph["kind"] for ph in sim.design.report["collective"]["phases"]] == ["permute", "permute"]
+
+
+@pytest.mark.parametrize(
+    "perm, latency, dram",
+    [
+        ([(0, 2), (1, 1), (2, 3), (3, 0)], 8, DramConfig()),  # a fixed point: its block stays (a copy)
+        ([(0, 0), (1, 3), (3, 1)], 1, DramConfig(latency=45, words_per_cycle=8)),  # PE 2 gets zeros
+        ([(2, 0), (0, 1)], 5, DramConfig(latency=3, words_per_cycle=2)),
+        ([(k, k) for k in range(4)], 8, DramConfig()),  # the identity: copies only, no link used
+    ],
+)
+def test_ppermute_any_permutation_as_phases_of_one_shift_each(perm, latency, dram):
+    """One phase per distance (destination - source) mod p: a BlockCopy for 0, a ring permute
+    for the others; the first phase writes zeros where it delivers nothing, the later ones
+    write only where they deliver, so a PE with no source ends with zeros."""
+    mesh = hw.Mesh((4,), ("x",), topology="ring")
+
+    @hw.kernel(mesh=mesh, link=hw.LinkConfig(latency=latency))
+    def moved(a: hw.Array[int32, 32 * 4]):
+        def body(b):
+            return hw.ppermute(hw.map(32, lambda i: b[i] ^ 3), "x", perm)
+
+        return hw.shard_map(body, mesh=mesh, in_specs=hw.P("x"), out_specs=hw.P("x"))(a)
+
+    a = wide(32 * 4)
+    blocks = (a ^ 3).reshape(4, 32)
+    want = np.zeros_like(blocks)
+    for s, d in perm:
+        want[d] = blocks[s]
+    sim = moved.verify(a, dram=dram)
+    check(sim, want.reshape(-1))
+    shifts = sorted({(d - s) % 4 for s, d in perm})
+    kinds = [ph["kind"] for ph in sim.design.report["collective"]["phases"]]
+    assert kinds == ["copy" if k == 0 else "permute" for k in shifts]
+
+
+def a2a_kernel(shape, axis, block, latency=8, tiled=True):
+    names = ("x", "y")[: len(shape)]
+    mesh = hw.Mesh(shape, names, topology="ring" if len(shape) == 1 else "torus")
+    p, q = int(np.prod(shape)), shape[names.index(axis)]
+    spec = hw.P(names if len(names) > 1 else names[0])
+
+    @hw.kernel(mesh=mesh, link=hw.LinkConfig(latency=latency))
+    def exchanged(a: hw.Array[int32, block * q * p]):
+        def body(b):
+            return hw.all_to_all(hw.map(block * q, lambda i: b[i] * 5), axis, 0, 0, tiled=tiled)
+
+        return hw.shard_map(body, mesh=mesh, in_specs=spec, out_specs=spec)(a)
+
+    return exchanged
+
+
+@pytest.mark.parametrize(
+    "shape, axis, block, latency, dram",
+    [
+        ((4,), "x", 16, 8, DramConfig()),
+        ((2,), "x", 8, 1, DramConfig(latency=7, words_per_cycle=8)),
+        ((8,), "x", 4, 3, DramConfig(words_per_cycle=2)),
+        ((2, 4), "y", 8, 2, DramConfig()),
+        ((2, 4), "x", 8, 2, DramConfig(jitter=9)),
+    ],
+)
+def test_all_to_all_on_a_ring_and_along_one_axis_of_a_torus(shape, axis, block, latency, dram):
+    """PE x's block j goes to PE j, which keeps it as its block x: its own block by a copy, the
+    others by one ring permute per distance (each reading block x + k and writing block x - k)."""
+    names = ("x", "y")[: len(shape)]
+    k = a2a_kernel(shape, axis, block, latency)
+    a = wide(block * shape[names.index(axis)] * int(np.prod(shape)))
+    sim = k.verify(a, dram=dram)  # the golden model, which the JAX tests check, bit for bit
+    with np.errstate(over="ignore"):
+        want = k(a)
+    np.testing.assert_array_equal(sim.outputs, want)
+    if not dram.jitter:
+        check(sim, want)
+    q = shape[names.index(axis)]
+    kinds = [ph["kind"] for ph in sim.design.report["collective"]["phases"]]
+    assert kinds == ["copy"] + ["permute"] * (q - 1)
+
+
+def test_all_to_all_by_hand_on_a_ring_of_four():
+    a = wide(4 * 4 * 4)
+    sim = a2a_kernel((4,), "x", 4).verify(a)
+    with np.errstate(over="ignore"):
+        local = (a * 5).reshape(4, 4, 4)  # PE, destination block, words
+    np.testing.assert_array_equal(sim.outputs.reshape(4, 4, 4), local.transpose(1, 0, 2))
+    with pytest.raises(hw.UnsupportedError, match="moves blocks of 2 words, which must be a multiple of the DRAM beat"):
+        a2a_kernel((4,), "x", 2).elaborate()

@@ -122,6 +122,9 @@ class RingPlan:
     hops: int = 0  # a permute's: how far each block goes (along engine 0's way)
     reverse: bool = False  # a one-way permute whose engine sends to the previous PE
     receivers: int = 0  # a permute's destinations, a bit per coordinate (the others get zeros)
+    quiet: bool = False  # a permute whose non-receivers write nothing (instead of zeros)
+    src_shift: int | None = None  # operand: block (x + src_shift) mod p of an array of p blocks
+    dst_shift: int | None = None  # result: block (x + dst_shift) mod p of an array of p blocks
 
     @property
     def half(self) -> int:
@@ -152,13 +155,13 @@ class RingPlan:
 
     @property
     def src_words(self) -> int:
-        """Words of the operand on a PE."""
-        return self.n if self.loads_all else self.n // self.p
+        """Words of the operand on a PE (all p blocks when it reads one of them: src_shift)."""
+        return self.n if self.loads_all or self.src_shift is not None else self.n // self.p
 
     @property
     def dst_words(self) -> int:
-        """Words of the result on a PE."""
-        return self.n if self.stores_all else self.n // self.p
+        """Words of the result on a PE (all p blocks when it writes one of them: dst_shift)."""
+        return self.n if self.stores_all or self.dst_shift is not None else self.n // self.p
 
     def by_chunk(self, words: int) -> bool:
         """Whether the DRAM side moves whole chunks (each a whole number of beats), in the
@@ -205,6 +208,22 @@ def ring_links(plan: RingPlan) -> list:
     return [(f"{a}_next_tx", f"{a}_prev_rx") if w > 0 else (f"{a}_prev_tx", f"{a}_next_rx") for w in plan.ways]
 
 
+def phase_members(p: int, addr_bits: int, data_bits: int, words: int) -> dict:
+    """The members every collective phase unit has (hw/phases.py wires them): go, done, the
+    PE's coordinate along its axis of p PEs, its arrays' bases, and its arbiter client ports."""
+    return {
+        "go": In(1),
+        "done": Out(1),
+        "pe_x": In(range(p)),
+        "src_base": In(addr_bits),
+        "dst_base": In(addr_bits),
+        "rd_req": Out(memchannel.read_request(addr_bits)),
+        "rd_resp": In(memchannel.read_response(data_bits)),
+        "wr": Out(memchannel.write(addr_bits, data_bits, words)),
+        "wr_sent": In(1),
+    }
+
+
 OUT_FIFO = 4  # words between the ALU and the link sender
 STATES = ("IDLE", "BASES", "LOAD", "RING", "DRAIN", "STORE")
 KINDS = ("all_reduce", "reduce_scatter", "all_gather", "permute")
@@ -235,17 +254,7 @@ class RingCollective(wiring.Component):
         self.bits, self.signed = plan.dtype.bits, plan.dtype.signed
         self.words, self.dram_bits, self.addr_bits = words, dram_bits, addr_bits
         data_bits = words * dram_bits
-        members = {
-            "go": In(1),
-            "done": Out(1),
-            "pe_x": In(range(p)),
-            "src_base": In(addr_bits),
-            "dst_base": In(addr_bits),
-            "rd_req": Out(memchannel.read_request(addr_bits)),
-            "rd_resp": In(memchannel.read_response(data_bits)),
-            "wr": Out(memchannel.write(addr_bits, data_bits, words)),
-            "wr_sent": In(1),
-        }
+        members = phase_members(p, addr_bits, data_bits, words)
         for h in range(H):
             members[f"tx{h}"] = Out(beat_stream(self.bits, 1))
             members[f"rx{h}"] = In(beat_stream(self.bits, 1))
@@ -410,13 +419,16 @@ class _Engine:
         word popped at `step` (see RingCollective)."""
         plan = self.unit.plan
         p, last = plan.p, plan.steps - 1
+        # comparisons with 0 folded: the step counter is unsigned (and lint-clean Verilog)
+        before_last = step < last if last > 0 else Const(0, 1)
         if plan.kind == "all_reduce":
-            return step <= p - 2, step >= p - 2, step < last, step >= p - 2
+            gathered = step >= p - 2 if p > 2 else Const(1, 1)
+            return step <= p - 2, gathered, before_last, gathered
         if plan.kind == "reduce_scatter":
-            return Const(1, 1), step == last, step < last, step == last
+            return Const(1, 1), step == last, before_last, step == last
         if plan.kind == "permute":
-            return Const(0, 1), step == last, step < last, step == last
-        return Const(0, 1), Const(1, 1), step < last, Const(1, 1)
+            return Const(0, 1), step == last, before_last, step == last
+        return Const(0, 1), Const(1, 1), before_last, Const(1, 1)
 
     def elaborate(self, m, ring) -> None:
         unit, plan, h, bits = self.unit, self.unit.plan, self.h, self.unit.bits
@@ -658,15 +670,20 @@ class _LoadStore:
         for h in range(1, len(engines)):
             data = Mux(st1_turn == h, rows[h], data)
         plan = unit.plan
-        if plan.kind == "permute" and plan.receivers != (1 << plan.p) - 1:  # no source: zeros
-            data = Mux((Const(plan.receivers, plan.p) >> engines[0].x)[0], data, 0)
+        mask = Const((1 << W) - 1, W)
+        if plan.kind == "permute" and plan.receivers != (1 << plan.p) - 1:  # no source
+            receives = (Const(plan.receivers, plan.p) >> engines[0].x)[0]
+            if plan.quiet:  # leave the result as it is
+                mask = Mux(receives, mask, 0)
+            else:  # zeros
+                data = Mux(receives, data, 0)
         m.d.comb += [
             wq.w_en.eq(st1),
             wq.w_data.eq(Cat(*(_widen(data[j * bits : (j + 1) * bits], unit.dram_bits) for j in range(W)), st1_addr)),
             unit.wr.valid.eq(wq.r_rdy),
             unit.wr.data.eq(wq.r_data[:data_bits]),
             unit.wr.addr.eq(wq.r_data[data_bits:]),
-            unit.wr.mask.eq((1 << W) - 1),
+            unit.wr.mask.eq(mask),
             wq.r_en.eq(unit.wr.ready),
         ]
 

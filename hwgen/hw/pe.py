@@ -85,7 +85,7 @@ class PE(wiring.Component):
             members[f"range_{mem.name}"] = Out(1)
         readers = len(self.loads) + len(self.rings)
         self.tag_bits = memchannel.tag_bits_for(max(1, readers))
-        self.colls = phases.units(self.rings, dram.words_per_cycle, self.word_bits, addr)
+        self.colls = phases.units(self.rings, dram, self.word_bits)
         self.unit_names += [f"ring{k}" for k in range(len(self.rings))]
         if self.rings:
             members.update(phases.members(self.rings, addr))

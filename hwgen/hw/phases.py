@@ -1,5 +1,6 @@
-"""The collective phases of a mesh PE: RingCollective units (collective.py) run one after
-another once the PE's program is done, e.g. a psum over two axes of a torus as a
+"""The collective phases of a mesh PE: RingCollective units (collective.py), and BlockCopy
+units (copy.py) for the block an all-to-all or a permutation keeps, run one after another once
+the PE's program is done, e.g. a psum over two axes of a torus as a
 reduce-scatter along the first, an all-reduce along the second and an all-gather along the
 first (mesh/hardware.py plans them). Each unit is a read and a write client of the PE's DRAM
 arbiter; phase k reads the array phase k - 1 wrote.
@@ -11,7 +12,9 @@ phases on one axis share its links: one phase runs at a time, and an idle unit n
 a word to a link nor takes one, so the streams are combined with ORs.
 
 Members a PE gains (`members`): `pe_<a>: In` its coordinate along each axis a phase uses,
-`base_<dst>: In(addr)` for every phase's result array, and the links.
+`base_<dst>: In(addr)` for every phase's result array, and the links. A phase whose plan has
+a `src_shift` (`dst_shift`) reads (writes) block (x + shift) mod p of its array, x being the
+PE's coordinate along the phase's axis.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .collective import RingCollective, ring_links
+from .copy import BlockCopy, CopyPlan
 from .link import LinkRx, LinkTx, link_signature
 
 
@@ -28,6 +32,8 @@ def axes_links(rings) -> dict:
     """axis -> [(sending port, receiving port)] for every direction some phase uses."""
     out = {}
     for r in rings:
+        if isinstance(r, CopyPlan):
+            continue
         for pair in ring_links(r):
             if pair not in out.setdefault(r.axis, []):
                 out[r.axis].append(pair)
@@ -47,8 +53,14 @@ def members(rings, addr_bits: int) -> dict:
     return out
 
 
-def units(rings, words: int, word_bits: int, addr_bits: int) -> list:
-    return [RingCollective(r, words, word_bits, addr_bits) for r in rings]
+def units(rings, dram, word_bits: int) -> list:
+    """The unit of each phase: a RingCollective, or a BlockCopy for a CopyPlan."""
+    return [
+        BlockCopy(r, dram.words_per_cycle, word_bits, dram.addr_bits, dram.latency)
+        if isinstance(r, CopyPlan)
+        else RingCollective(r, dram.words_per_cycle, word_bits, dram.addr_bits)
+        for r in rings
+    ]
 
 
 def elaborate(m, pe, rings, colls, go, bases: dict):
@@ -57,21 +69,26 @@ def elaborate(m, pe, rings, colls, go, bases: dict):
     the last phase's done."""
     dst = {}
     for r in rings:
+        if r.dst in dst:  # phases writing one array (a permutation's, an all-to-all's)
+            continue
         dst[r.dst] = Signal(pe.dram.addr_bits, name=f"base_{r.dst}_q")
         with m.If(pe.start & ~pe.busy):
             m.d.sync += dst[r.dst].eq(getattr(pe, f"base_{r.dst}"))
     for k, (r, coll) in enumerate(zip(rings, colls)):
         m.submodules[f"ring{k}"] = coll
+        x = getattr(pe, f"pe_{r.axis}")
+        block = r.words if isinstance(r, CopyPlan) else r.n // r.p
+        src_base = bases[r.src] if r.src in bases else dst[r.src]
         m.d.comb += [
             coll.go.eq(go),
-            coll.pe_x.eq(getattr(pe, f"pe_{r.axis}")),
-            coll.src_base.eq(bases[r.src] if r.src in bases else dst[r.src]),
-            coll.dst_base.eq(dst[r.dst]),
+            coll.src_base.eq(src_base + _offset(x, r.src_shift, r.p, block)),
+            coll.dst_base.eq(dst[r.dst] + _offset(x, r.dst_shift, r.p, block)),
         ]
+        m.d.comb += coll.pe_x.eq(x)
         go = coll.done
     bits = rings[0].dtype.bits
     for axis, links in axes_links(rings).items():
-        on = [(r, c) for r, c in zip(rings, colls) if r.axis == axis]
+        on = [(r, c) for r, c in zip(rings, colls) if r.axis == axis and not isinstance(r, CopyPlan)]
         for pair in links:
             txname, rxname = pair
             users = [(c, h) for r, c in on for h, q in enumerate(ring_links(r)) if q == pair]
@@ -83,6 +100,17 @@ def elaborate(m, pe, rings, colls, go, bases: dict):
             wiring.connect(m, tx.link, wiring.flipped(getattr(pe, txname)))
             wiring.connect(m, wiring.flipped(getattr(pe, rxname)), rx.link)
     return go
+
+
+def _offset(x, shift, p: int, block: int):
+    """((x + shift) mod p) * block words, for the PE's coordinate x along the phase's axis
+    (0 when the phase's array is not in blocks: shift None)."""
+    if shift is None:
+        return Const(0, 1)
+    out = Const(0, 1)
+    for c in range(p):
+        out = Mux(x == c, ((c + shift) % p) * block, out)
+    return out
 
 
 def _share(m, txs: list, link_in, rxs: list, link_out) -> None:

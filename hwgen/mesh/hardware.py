@@ -1,23 +1,22 @@
 """Hardware for mesh kernels: which shard_map programs build, and their per-PE program.
 
-Supported (everything else raises UnsupportedError with the user's line):
+Supported (everything else raises UnsupportedError with the user's line; docs/mesh.md lists
+the forms):
 
-    @hw.kernel(mesh=hw.Mesh((p,), ("x",), topology="ring" or "torus"), link=hw.LinkConfig(latency=L))
+    @hw.kernel(mesh=hw.Mesh(shape, axes, topology="ring" or "torus"), link=hw.LinkConfig(latency=L))
     def k(a: hw.Array[int32, ...], ...) -> ...:
         def body(al, ...):
-            v = <patterns over the local blocks>        # a 1-D array of n integers
-            return hw.psum(v, "x")                       # or hw.pmax / hw.pmin
-        return hw.shard_map(body, mesh=mesh, in_specs=(hw.P("x") or hw.P(), ...),
-                            out_specs=hw.P() or hw.P("x"))(a, ...)
-
-with every kernel argument an array passed straight to the shard_map, p >= 2 dividing n,
-the DRAM beat's words dividing n and link words_per_cycle 1.
+            v = <patterns over the local blocks>        # a 1-D array of integers
+            return hw.psum(v, axes)                      # pmax, pmin, psum_scatter, all_gather,
+                                                         # ppermute or all_to_all
+        return hw.shard_map(body, mesh=mesh, in_specs=..., out_specs=...)(a, ...)
 
 Each PE runs the body as an ordinary kernel program over the local blocks, whose result v
-is stored to a DRAM array `partial`; then a RingCollective unit (hw/collective.py) reduces v
-around the ring into the kernel's result array, half of it each way round the ring when the
-DRAM beat has at least four words and 2p divides n (ring_plan picks the directions and the
-slice with the fastest predicted cycles). Every PE has the same DRAM layout.
+is stored to a DRAM array `partial`; then the collective runs as phases (hw/phases.py), each
+a RingCollective unit (hw/collective.py) along one axis, or a BlockCopy (hw/copy.py) of the
+block a permutation or all-to-all keeps on the PE, into the kernel's result array
+(`phase_list`, `_moves`; ring_plan picks each ring phase's directions and slice by the
+fastest predicted cycles). Every PE has the same DRAM layout.
 """
 
 from __future__ import annotations
@@ -41,6 +40,7 @@ OPS = {
     "psum_scatter": ("reduce_scatter", "add"),
     "all_gather": ("all_gather", "add"),
     "ppermute": ("permute", "add"),
+    "all_to_all": ("all_to_all", "add"),
 }
 MIN_SLICE = 32  # the receive FIFO holds a slice of at least this many words beyond the latency
 
@@ -57,8 +57,9 @@ class MeshPlan:
     in_specs: dict
     out_spec: object
     axes: tuple
-    kind: str  # the whole collective's: all_reduce, reduce_scatter or all_gather
+    kind: str  # the whole collective's: all_reduce, reduce_scatter, all_gather, permute, all_to_all
     words: int  # the whole (reduced or gathered) vector's words
+    pairs: tuple = ()  # a permute's or all-to-all's (source, destination) block pairs
 
     @property
     def p(self) -> int:
@@ -121,13 +122,13 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
     if kind == "all_gather" and coll.param("axis") != 0:
         refuse("hw.all_gather must gather along axis 0", coll.loc)
     perm = coll.param("perm") if kind == "permute" else ()
-    if kind == "permute":
-        if len(axes) != 1:
-            refuse("hw.ppermute must run over one axis", coll.loc)
-        shifts = {(d - s) % mesh.shape[axes[0]] for s, d in perm}
-        if len(shifts) != 1 or 0 in shifts:
-            refuse("hw.ppermute's perm must be one shift along the ring: (i, (i + k) mod p) pairs, k != 0", coll.loc)
+    if kind in ("permute", "all_to_all") and len(axes) != 1:
+        refuse(f"hw.{coll.kind} must run over one axis", coll.loc)
+    if kind == "all_to_all" and (coll.param("split"), coll.param("concat")) != (0, 0):
+        refuse("hw.all_to_all must split and concatenate along axis 0", coll.loc)
     p = math.prod(mesh.shape[a] for a in axes)  # the group's PEs
+    if kind == "all_to_all":
+        perm = tuple((s, (s + k) % p) for k in range(p) for s in range(p))
     n = v.shape[0] * (p if kind in ("all_gather", "permute") else 1)  # the whole vector's words
     dtype = v.dtype
     if dtype.is_bool:
@@ -176,6 +177,15 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
         body = ir.Map((dim,), ir.Read(body, (ir.Index(dim.name),)), loc=coll.loc)
     partial = _fresh("partial", set(params) | {res.port.name})
     local = Program(prog.name, tuple(local_params), (Result(Port(partial, dtype, (m,)), body),), extents, prog.loc)
+    if kind in ("permute", "all_to_all"):
+        rings = _moves(kind, n, p, perm, link.latency, dtype, partial, res.port.name, dram, axes[0])
+        if rings is None:
+            raise UnsupportedError(
+                f"cannot {what} kernel '{kernel.name}': the {coll.kind} along '{axes[0]}' moves blocks of "
+                f"{n // p} words, which must be a multiple of the DRAM beat ({dram.words_per_cycle} words)",
+                coll.loc,
+            )
+        return MeshPlan(local, tuple(rings), mesh, in_specs, sm.out_specs[0], axes, kind, n, perm)
     rings = []
     for k, (step, a) in enumerate(phase_list(kind, axes)):
         words = rings[-1].dst_words if rings else m  # the phase's operand
@@ -195,6 +205,41 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
             )
         rings.append(ring)
     return MeshPlan(local, tuple(rings), mesh, in_specs, sm.out_specs[0], axes, kind, n)
+
+
+def _moves(kind: str, n: int, p: int, perm, latency: int, dtype, src: str, dst: str, dram, axis: str):
+    """The phases of a permutation or an all-to-all along one axis of p PEs, blocks of n / p
+    words: one per distance k = (destination - source) mod p of its (source, destination)
+    block pairs `perm`, k = 0 first (a BlockCopy: the block a PE keeps), each other k a
+    permute by that shift (ring_plan). The first phase writes zeros on the PEs that receive
+    nothing in it; the later ones leave them be, so a PE with no source ends with zeros. An
+    all-to-all's phase k moves block x + k of PE x's operand to block x of PE x + k's result
+    (src_shift k, dst_shift -k); a permutation's blocks are the whole operand and result.
+    None when a block is not whole DRAM beats."""
+    from dataclasses import replace
+
+    from ..hw.copy import CopyPlan
+
+    block = n // p
+    if block % dram.words_per_cycle:
+        return None
+    groups: dict = {}
+    for s, d in perm:
+        groups.setdefault((d - s) % p, []).append((s, d))
+    out = []
+    for k in sorted(groups):
+        pairs = groups[k]
+        receivers = sum(1 << d for _, d in pairs)
+        shifts = (k, -k) if kind == "all_to_all" else (None, None)
+        if k == 0:
+            plan = CopyPlan(block, p, dtype, src, dst, axis, *shifts, receivers=receivers, quiet=bool(out))
+        else:
+            plan = ring_plan(n, p, latency, "permute", "add", dtype, src, dst, dram, axis, tuple(pairs))
+            if plan is None:
+                return None
+            plan = replace(plan, quiet=bool(out), src_shift=shifts[0], dst_shift=shifts[1])
+        out.append(plan)
+    return out
 
 
 def phase_list(kind: str, axes: tuple) -> list:
@@ -240,7 +285,7 @@ def ring_plan(n: int, p: int, latency: int, kind: str, op: str, dtype, src: str,
     the end; a permute goes the shorter way round, or both when that is half the ring), and a
     slice dividing the chunk, at most ring_fifo's largest. None when no plan fits the DRAM
     beat (collective.RingCollective's conditions)."""
-    from ..model import ring_collective_cycles
+    from ..model import RING_HOP, ring_collective_cycles
 
     depth, most = ring_fifo(latency)
     W = dram.words_per_cycle
@@ -257,7 +302,10 @@ def ring_plan(n: int, p: int, latency: int, kind: str, op: str, dtype, src: str,
         chunk = n // dirs // p
         if chunk % W and (dirs > 1 or kind != "all_reduce") or kind == "all_gather" and W < 2 * dirs:
             continue  # an all-gather's own slices come in bursts: its writes need twice the rate
+        hop = latency + RING_HOP
         for s in range(1, min(chunk, most) + 1):
+            if kind == "permute" and hops > 1 and s < min(hop, chunk):
+                continue  # the model is not exact for a multi-hop permute whose slice is shorter than a hop
             if chunk % s == 0:
                 plan = RingPlan(
                     n, p, s, depth, latency, op, dtype, src, dst, dirs, kind, axis, hops, reverse, receivers
@@ -311,16 +359,17 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None, target=None)
     mp = plan(kernel, what, dram)
     compiled = compile(mp.program, kernel.schedule, dram.words_per_cycle, show_ir)
     name = kernel.name
+    link = kernel.link or LinkConfig()
     first = mp.rings[0]
     bits = first.dtype.bits
+    ring_phases = [r for r in mp.rings if r.kind != "copy"]
     with device.primitives(target):
         top = Top(compiled, dram, rings=mp.rings)
         pe_v = to_verilog(top, f"{name}_pe")
-        wire_v = to_verilog(LinkWire(bits, 1, first.latency), f"{name}_wire")
+        wire_v = to_verilog(LinkWire(bits, 1, link.latency), f"{name}_wire")
     top_v = mesh_top_verilog(name, pe_ports(top), mp.mesh, f"{name}_pe", f"{name}_wire", bits)
-    link_bound = mesh_link_bound(
-        mp.kind, mp.words, math.prod(mp.mesh.shape[a] for a in mp.axes), len(mp.axes), first.hops
-    )
+    group = math.prod(mp.mesh.shape[a] for a in mp.axes)
+    link_bound = mesh_link_bound(mp.kind, mp.words, group, len(mp.axes), getattr(first, "hops", 0), mp.pairs)
     model = predict_mesh(compiled, dram, mp.rings, link_bound)
     report = {
         "kernel": name,
@@ -331,8 +380,17 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None, target=None)
             "topology": mp.mesh.topology,
             "pes": mp.p,
         },
-        "link": {"latency": first.latency, "words_per_cycle": 1, "fifo_depth": max(r.depth for r in mp.rings)},
-        "collective": {"axes": list(mp.axes), "op": first.op, "phases": [_phase_report(r) for r in mp.rings]},
+        "link": {
+            "latency": link.latency,
+            "words_per_cycle": 1,
+            "fifo_depth": max((r.depth for r in ring_phases), default=0),
+        },
+        "collective": {
+            "kind": mp.kind,
+            "axes": list(mp.axes),
+            "op": getattr(first, "op", "add"),
+            "phases": [_phase_report(r) for r in mp.rings],
+        },
         "dram": {
             "latency": dram.latency,
             "words_per_cycle": dram.words_per_cycle,
@@ -352,7 +410,9 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None, target=None)
     return MeshDesign(kernel, dram, compiled, mp, top, verilog, report, {})
 
 
-def _phase_report(r: RingPlan) -> dict:
+def _phase_report(r) -> dict:
+    if r.kind == "copy":
+        return {"unit": "BlockCopy", "kind": "copy", "axis": r.axis, "pes": r.p, "words": r.words}
     return {
         "unit": "RingCollective",
         "kind": r.kind,

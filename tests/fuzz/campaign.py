@@ -8,7 +8,10 @@ import signal
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
+
+import hwgen as hw
 
 from .gen import KNOWN_BUGS, generate
 from .minimize import minimize
@@ -73,6 +76,7 @@ def campaign(
     kinds=None,
 ) -> Stats:
     excluded = frozenset() if include_known else frozenset(KNOWN_BUGS)
+    warnings.filterwarnings("ignore", category=hw.LanesWarning)  # random lanes often exceed the DRAM's
     st = Stats()
     old = signal.signal(signal.SIGTERM, _interrupt) if threading.current_thread() is threading.main_thread() else None
     try:
