@@ -1,7 +1,7 @@
 """Collectives on mesh hardware: measured vs predicted cycles, the link bound, efficiency,
 build time and simulation speed. Writes docs/collectives.md and docs/collectives.png.
 
-    PYTHONPATH=.simpkg:. python benchmarks/collectives.py [--quick] [--scale P,P,...]
+    .venv/bin/python benchmarks/collectives.py [--quick] [--scale P,P,...]
 
 Each case: a shard_map over a ring or torus whose body all-reduces its local block of n int32
 words over every axis (hw.psum of a copy of the block, tiled by 256), verified bit-exact
@@ -11,8 +11,9 @@ block to the first phase's source array) and the top's 1. Its bound is the link 
 all-reduce: each PE sends 2(p-1)/p * n words over its outgoing links (2 on a ring, 4 on a 2-D
 torus), one word per cycle each. The scaling table reports the Verilator build and
 simulation speed of the ring kernel by PE count (64 PEs with --scale 64). The table covers
-the all-reduce; reduce-scatter and all-gather run on the same unit (tests/test_mesh_rtl.py
-checks their results and cycles).
+the all-reduce; a second table runs every other collective on rings of 4 and 8: reduce-scatter
+and all-gather (the same unit), a shift permute, a permutation of several distances (a
+reversal) and an all-to-all (phases of one distance each, and a block copy).
 """
 
 import math
@@ -48,9 +49,38 @@ def kernel(shape, n, latency=8):
     return allreduce
 
 
-def run(shape, n, rng):
+OTHERS = ("reduce_scatter", "all_gather", "shift", "reversal", "all_to_all")
+
+
+def other_kernel(kind, p, n, latency=8):
+    """One collective of each PE's n words on a ring of p: the body computes b + 1 first."""
+    mesh = hw.Mesh((p,), ("x",), topology="ring")
+    spec = hw.P() if kind == "all_gather" else hw.P("x")
+
+    def collective(v):
+        if kind == "reduce_scatter":
+            return hw.psum_scatter(v, "x", tiled=True)
+        if kind == "all_gather":
+            return hw.all_gather(v, "x", tiled=True)
+        if kind == "shift":
+            return hw.ppermute(v, "x", [(i, (i + 1) % p) for i in range(p)])
+        if kind == "reversal":
+            return hw.ppermute(v, "x", [(i, p - 1 - i) for i in range(p)])
+        return hw.all_to_all(v, "x", 0, 0, tiled=True)
+
+    @hw.kernel(mesh=mesh, link=hw.LinkConfig(latency=latency), tile={"i": min(n, 256)})
+    def moved(a: hw.Array[int32, n * p]):
+        def body(b):
+            return collective(hw.map(n, lambda i: b[i] + 1))
+
+        return hw.shard_map(body, mesh=mesh, in_specs=hw.P("x"), out_specs=spec)(a)
+
+    return moved
+
+
+def run(shape, n, rng, kind="all_reduce"):
     p = math.prod(shape)
-    k = kernel(shape, n)
+    k = kernel(shape, n) if kind == "all_reduce" else other_kernel(kind, p, n)
     a = rng.integers(-(2**31), 2**31, size=n * p, dtype=np.int64).astype(np.int32)
     t = time.perf_counter()
     sim = k.verify(a)
@@ -62,12 +92,11 @@ def run(shape, n, rng):
     phases = r["collective"]["phases"]
     return {
         "p": p,
+        "kind": kind,
         "mesh": f"ring of {p}" if len(shape) == 1 else f"{'x'.join(map(str, shape))} torus",
         "n": n,
         "phases": " + ".join(f"{ph['kind'].replace('_', '-')} {ph['axis']}" for ph in phases),
-        "dirs": max(ph["directions"] for ph in phases),
-        "slice": phases[0]["slice"],
-        "rounds": phases[0]["rounds"],
+        "dirs": max(ph.get("directions", 0) for ph in phases),
         "measured": sim.cycles,
         "predicted": sim.predicted_cycles,
         "unit": unit,
@@ -80,14 +109,16 @@ def run(shape, n, rng):
     }
 
 
-def table(rows) -> list:
+def table(rows, kinds=False) -> list:
     out = [
-        "| PEs | words per PE | phases | directions | measured | predicted | unit | link bound | efficiency |",
-        "|---|---|---|---|---|---|---|---|---|",
+        ("| collective " if kinds else "")
+        + "| PEs | words per PE | phases | directions | measured | predicted | unit | link bound | efficiency |",
+        ("|---" if kinds else "") + "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         out.append(
-            f"| {r['mesh']} | {r['n']} | {r['phases']} | {r['dirs']} | {r['measured']} | "
+            (f"| {r['kind'].replace('_', '-')} " if kinds else "")
+            + f"| {r['mesh']} | {r['n']} | {r['phases']} | {r['dirs']} | {r['measured']} | "
             f"{r['predicted']} | {r['unit']} | {r['bound']} | {r['efficiency']:.1%} |"
         )
     return out
@@ -134,6 +165,12 @@ def main(argv):
         for n in sizes if len(shape) == 1 or not quick else sizes[:1]:
             rows.append(run(shape, n, rng))
             print(table(rows[-1:])[-1], flush=True)
+    others = []
+    for kind in OTHERS:
+        for p in (4, 8):
+            for n in sizes[:2]:
+                others.append(run((p,), n, rng, kind))
+                print(table(others[-1:], True)[-1], flush=True)
     scaled = []
     for shape in scale:
         scaled.append(run(shape, 1024, rng))
@@ -141,7 +178,7 @@ def main(argv):
     text = [
         "# Collectives on mesh hardware",
         "",
-        "Written by `PYTHONPATH=.simpkg:. python benchmarks/collectives.py` (see its docstring). A shard_map",
+        "Written by `.venv/bin/python benchmarks/collectives.py` (see its docstring). A shard_map",
         "all-reduces each PE's block of int32 words over every mesh axis (`hw.psum`); links of 1 word per",
         "cycle and 8 cycles' latency, DRAM of 4 words per cycle and 20 cycles' latency. *unit* is the",
         "collective's cycles (measured minus the per-PE program's and the top's); the *link bound*: each PE",
@@ -154,6 +191,14 @@ def main(argv):
         "",
         "![efficiency](collectives.png)",
         "",
+        "The other collectives on rings (each PE's n words; an all-gather's result is p n words, a",
+        "reduce-scatter's n / p). The link bound of a permutation or all-to-all: each block's hop-words",
+        "over its shortest way, spread over the ring's 2p links. A permutation of several distances",
+        "and an all-to-all run one ring permute per distance, one after another (and a block copy for",
+        "the block a PE keeps), so they reach a fraction of their bound:",
+        "",
+        *table(others, True),
+        "",
         "Build and simulation speed (1024 words per PE, 2 cores):",
         "",
         *scale_table(scaled),
@@ -161,7 +206,7 @@ def main(argv):
     ]
     (DOCS / "collectives.md").write_text("\n".join(text))
     chart(rows, DOCS / "collectives.png")
-    bad = [r for r in rows + scaled if r["predicted"] != r["measured"]]
+    bad = [r for r in rows + others + scaled if r["predicted"] != r["measured"]]
     if bad:
         print(f"predicted != measured in {len(bad)} case(s)")
         return 1

@@ -194,7 +194,20 @@ def test_a_hang_names_the_pes_not_done(monkeypatch):
     with pytest.raises(hw.SimulationError) as e:
         k.simulate(wide(512), wide(512))
     assert "did not finish within 60 cycles" in e.value.message
-    assert "the mesh hangs; PE(s) 0, 1 of 2 not done" in e.value.message
+    assert "the mesh hangs; PE(s) 0, 1 of 2 not done; PE 0 is stalled in load" in e.value.message
+
+
+def test_a_dram_that_stops_answering_names_the_stalled_collective_phase(monkeypatch):
+    """The DRAM models stop taking reads after 20 requests: the program (8 beats of each of
+    two arrays) is done, and the collective's phase waits for its operand."""
+    monkeypatch.setenv("HWGEN_DRAM_STALL_AFTER", "20")
+    k = dot_kernel(2, 32, 1)
+    with pytest.raises(hw.SimulationError) as e:
+        k.simulate(wide(64), wide(64))
+    assert e.value.message.endswith(
+        "the mesh hangs; PE(s) 0, 1 of 2 not done; PE 0 is stalled in ring0, a ring all-reduce along 'x' "
+        "(collective phase 1 of 1)"
+    )
 
 
 def gather_scatter_kernel(kind, p, m, latency, out, tiled=True):

@@ -10,6 +10,7 @@ out_specs (P(): PE 0's copy; P('x'): PE k's copy is block k).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -22,6 +23,7 @@ from hwgen_sim import harness, runner
 from ..dram import DramConfig
 from ..errors import MismatchError, SimulationError, user_loc
 from ..lang.signature import check_args, to_user
+from ..stalls import stalled
 from .hardware import elaborate
 from .spmd import block, join
 
@@ -51,104 +53,153 @@ def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str 
     except runner.ToolError as e:
         raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
     t1 = time.perf_counter()
-    mp = design.plan
-    p = mp.p
     layout = harness.MeshLayout(design)
     work = Path(tempfile.mkdtemp(prefix=f"hwgen-{kernel.name}-"))
     try:
-        images = []
-        for k in range(p):
-            at = mp.mesh.coords(k)
-            local = {
-                name: values[name][block(values[name].shape, mp.in_specs[name], mp.mesh, at)] for name in mp.in_specs
-            }
-            images.append(layout.image(local))
-            harness.write_hex(work / f"dram_in.hex.{k}", images[-1], layout.word_bits)
-        predicted = design.report["predicted_cycles"]
-        timeout = timeout_cycles(predicted, dram)
-        config = {
-            "inputs": {f"base_{name}": base for name, base in layout.bases.items()},
-            "results": [],
-            "timeout_cycles": timeout,
-            "monitor": [],
-            "runs": 1,
-        }
-        (work / "config.json").write_text(json.dumps(config))
-        plusargs = [
-            f"+DRAM_IN={work / 'dram_in.hex'}",
-            f"+DRAM_OUT={work / 'dram_out.hex'}",
-            f"+DRAM_LATENCY={dram.latency}",
-            f"+DRAM_JITTER={dram.jitter}",
-            f"+DRAM_SEED={(seed or 0) * 2654435761 % (1 << 31) + 1}",
-        ]
+        images = _write_images(design, layout, values, work)
+        result = _run(design, layout, build_dir, work, dram, seed, loc)
+        copies = _read_results(design, layout, images, work, loc)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    _check_replicas(design, copies, loc)
+    mp, port = design.plan, kernel.results[0]
+    local_shape = kernel.program.results[0].node.shard_map.body[0].shape
+    glob = join([c.reshape(local_shape) for c in copies], mp.out_spec, mp.mesh).reshape(port.shape)
+    return SimResult(
+        outputs=to_user(port, glob),
+        cycles=result["cycles"],
+        predicted_cycles=design.report["predicted_cycles"],
+        roofline_cycles=design.report["roofline_cycles"],
+        build_seconds=t1 - t0,
+        sim_seconds=time.perf_counter() - t1,
+        run_seconds=result.get("run_seconds", 0.0),
+        cache_hit=hit,
+        design=design,
+    )
+
+
+def _write_images(design, layout, values: dict, work: Path) -> list:
+    """Each PE's DRAM image (its blocks of the global arguments by their in_specs), also
+    written as the DRAM model's input file of that PE."""
+    mp = design.plan
+    images = []
+    for k in range(mp.p):
+        at = mp.mesh.coords(k)
+        local = {name: values[name][block(values[name].shape, mp.in_specs[name], mp.mesh, at)] for name in mp.in_specs}
+        images.append(layout.image(local))
+        harness.write_hex(work / f"dram_in.hex.{k}", images[-1], layout.word_bits)
+    return images
+
+
+def _run(design, layout, build_dir, work: Path, dram: DramConfig, seed, loc) -> dict:
+    """Run the mesh once; its testbench result, checked (a hang names the PEs not done and
+    the controllers the first of them is stalled in)."""
+    name, predicted = design.name, design.report["predicted_cycles"]
+    timeout = timeout_cycles(predicted, dram)
+    config = {
+        "inputs": {f"base_{a}": base for a, base in layout.bases.items()},
+        "results": [],
+        "timeout_cycles": timeout,
+        "monitor": [],
+        "runs": 1,
+    }
+    plusargs = [
+        f"+DRAM_IN={work / 'dram_in.hex'}",
+        f"+DRAM_OUT={work / 'dram_out.hex'}",
+        f"+DRAM_LATENCY={dram.latency}",
+        f"+DRAM_JITTER={dram.jitter}",
+        f"+DRAM_SEED={(seed or 0) * 2654435761 % (1 << 31) + 1}",
+    ]
+    if os.environ.get("HWGEN_DRAM_STALL_AFTER"):  # a fault, to test hang reports
+        plusargs.append(f"+DRAM_STALL_AFTER={int(os.environ['HWGEN_DRAM_STALL_AFTER'])}")
+
+    def run(cfg):
+        (work / "config.json").write_text(json.dumps(cfg))
         env = {"HWGEN_SIM_CONFIG": str(work / "config.json"), "HWGEN_SIM_RESULT": str(work / "result.json")}
         try:
             runner.run(build_dir, work, plusargs, env)
         except runner.ToolError as e:
             raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
-        result = json.loads((work / "result.json").read_text())
-        if result.get("timeout"):
-            bits = result.get("pe_done", 0)
-            stalled = [k for k in range(p) if not (bits >> k) & 1]
+        return json.loads((work / "result.json").read_text())
+
+    result = run(config)
+    if result.get("timeout"):
+        p = design.plan.p
+        bits = result.get("pe_done", 0)
+        stuck = [k for k in range(p) if not (bits >> k) & 1]
+        where = ""
+        if stuck:  # again, watching every controller of the first PE not done
+            every = sorted(design.component.unit_names)
+            again = run(dict(config, monitor=every, scope=[f"pe{stuck[0]}", "pe0"]))
+            units = _stalled_units(design, again.get("timeline") or {})
+            where = f"; PE {stuck[0]} is stalled in {'; '.join(units)}" if units else ""
+        raise SimulationError(
+            f"kernel '{name}' did not finish within {timeout} cycles (predicted {predicted}): the mesh hangs; "
+            f"PE(s) {', '.join(map(str, stuck))} of {p} not done{where}",
+            loc,
+        )
+    if result["fault"]:
+        raise SimulationError(f"kernel '{name}' accessed DRAM outside the simulated memory", loc)
+    if result["measured"] != result["cycles"]:
+        raise SimulationError(
+            f"kernel '{name}': its cycle counter says {result['cycles']} but {result['measured']} clock cycles passed",
+            loc,
+        )
+    return result
+
+
+def _stalled_units(design, timeline: dict) -> list:
+    """A PE's controllers that started and never finished: in its program (stalls.stalled),
+    or, once the program is done, its collective phase in flight."""
+    tree = design.component.pe.tree
+    if not timeline.get(tree.name, {}).get("done"):
+        return stalled(tree, timeline)
+    out = []
+    for k, r in enumerate(design.plan.rings):
+        t = timeline.get(f"ring{k}", {"go": [], "done": []})
+        if len(t["go"]) > len(t["done"]):
+            what = "a block copy" if r.kind == "copy" else f"a ring {r.kind.replace('_', '-')}"
+            out.append(f"ring{k}, {what} along '{r.axis}' (collective phase {k + 1} of {len(design.plan.rings)})")
+    return out
+
+
+def _read_results(design, layout, images: list, work: Path, loc) -> list:
+    """Each PE's copy of the result, from its dumped DRAM (a write outside it is an error)."""
+    copies = []
+    for k in range(design.plan.p):
+        after = harness.read_hex(work / f"dram_out.hex.{k}", len(images[k]))
+        outs, stray = layout.read_outputs(images[k], after)
+        if len(stray):
             raise SimulationError(
-                f"kernel '{kernel.name}' did not finish within {timeout} cycles (predicted {predicted}): "
-                f"the mesh hangs; PE(s) {', '.join(map(str, stalled))} of {p} not done (each PE runs "
-                f"its program, then its collective phases {', '.join(f'ring{k}' for k in range(len(mp.rings)))})",
+                f"kernel '{design.name}': PE {k} wrote DRAM outside its result "
+                f"({len(stray)} words, first at word {int(stray[0])})",
                 loc,
             )
-        if result["fault"]:
-            raise SimulationError(f"kernel '{kernel.name}' accessed DRAM outside the simulated memory", loc)
-        if result["measured"] != result["cycles"]:
-            raise SimulationError(
-                f"kernel '{kernel.name}': its cycle counter says {result['cycles']} but "
-                f"{result['measured']} clock cycles passed",
+        copies.append(outs[design.plan.last.dst])
+    return copies
+
+
+def _check_replicas(design, copies: list, loc) -> None:
+    """Every PE of a group holds the same copy of a replicated result (all-reduce, all-gather)."""
+    mp = design.plan
+    if not mp.replicated:
+        return
+    others = [a for a in mp.mesh.axis_names if a not in mp.axes]
+    first = {}
+    for k in range(mp.p):
+        at = dict(zip(mp.mesh.axis_names, mp.mesh.coords(k)))
+        j = first.setdefault(tuple(at[a] for a in others), k)
+        if not np.array_equal(copies[k], copies[j]):
+            i = int(np.argwhere(copies[k] != copies[j])[0][0])
+            raise MismatchError(
+                f"kernel '{design.name}': PE {k}'s copy of the replicated result differs from PE {j}'s at "
+                f"local index {i}: {copies[k][i]} vs {copies[j][i]}",
+                mp.last.dst,
+                (i,),
+                copies[j][i],
+                copies[k][i],
                 loc,
             )
-        copies = []
-        for k in range(p):
-            after = harness.read_hex(work / f"dram_out.hex.{k}", len(images[k]))
-            outs, stray = layout.read_outputs(images[k], after)
-            if len(stray):
-                raise SimulationError(
-                    f"kernel '{kernel.name}': PE {k} wrote DRAM outside its result "
-                    f"({len(stray)} words, first at word {int(stray[0])})",
-                    loc,
-                )
-            copies.append(outs[mp.last.dst])
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    if mp.replicated:  # every PE of a group holds the same result
-        others = [a for a in mp.mesh.axis_names if a not in mp.axes]
-        first = {}
-        for k in range(p):
-            at = dict(zip(mp.mesh.axis_names, mp.mesh.coords(k)))
-            j = first.setdefault(tuple(at[a] for a in others), k)
-            if not np.array_equal(copies[k], copies[j]):
-                i = int(np.argwhere(copies[k] != copies[j])[0][0])
-                raise MismatchError(
-                    f"kernel '{kernel.name}': PE {k}'s copy of the replicated result differs from PE {j}'s at "
-                    f"local index {i}: {copies[k][i]} vs {copies[j][i]}",
-                    mp.last.dst,
-                    (i,),
-                    copies[j][i],
-                    copies[k][i],
-                    loc,
-                )
-    port = kernel.results[0]
-    local_shape = kernel.program.results[0].node.shard_map.body[0].shape
-    glob = join([c.reshape(local_shape) for c in copies], mp.out_spec, mp.mesh).reshape(port.shape)
-    t2 = time.perf_counter()
-    return SimResult(
-        outputs=to_user(port, glob),
-        cycles=result["cycles"],
-        predicted_cycles=predicted,
-        roofline_cycles=design.report["roofline_cycles"],
-        build_seconds=t1 - t0,
-        sim_seconds=t2 - t1,
-        run_seconds=result.get("run_seconds", 0.0),
-        cache_hit=hit,
-        design=design,
-    )
 
 
 def verify(kernel, args, dram: DramConfig | None = None, seed=None):
