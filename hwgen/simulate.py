@@ -174,21 +174,40 @@ def _run(
         "scope": ["pe0"],
         "runs": runs,
     }
-    plusargs = [
-        f"+DRAM_IN={work / 'dram_in.hex'}",
-        f"+DRAM_OUT={work / 'dram_out.hex'}",
-        f"+DRAM_LATENCY={dram.latency}",
-        f"+DRAM_JITTER={dram.jitter}",
-        f"+DRAM_SEED={(seed or 0) * 2654435761 % (1 << 31) + 1}",
-    ]
-    if os.environ.get("HWGEN_DRAM_STALL_AFTER"):  # a fault, to test hang reports (docs/hardware.md)
-        plusargs.append(f"+DRAM_STALL_AFTER={int(os.environ['HWGEN_DRAM_STALL_AFTER'])}")
+    plusargs = dram_plusargs(work, dram, seed)
     result = _sim(build_dir, work, config, plusargs, waves, loc)
     every = sorted(design.component.unit_names)
     if result.get("timeout") and sorted(units) != every:  # again, watching every controller
         result = _sim(build_dir, work, dict(config, monitor=every), plusargs, waves, loc)
     _check_run(design, values, result, runs, timeout, loc)
     return result
+
+
+def dram_plusargs(work: Path, dram: DramConfig, seed) -> list:
+    """The DRAM model's run-time settings (sim/dram.v): its files in `work`, latency, jitter,
+    seed, and the stall fault of $HWGEN_DRAM_STALL_AFTER (to test hang reports)."""
+    out = [
+        f"+DRAM_IN={work / 'dram_in.hex'}",
+        f"+DRAM_OUT={work / 'dram_out.hex'}",
+        f"+DRAM_LATENCY={dram.latency}",
+        f"+DRAM_JITTER={dram.jitter}",
+        f"+DRAM_SEED={(seed or 0) * 2654435761 % (1 << 31) + 1}",
+    ]
+    if os.environ.get("HWGEN_DRAM_STALL_AFTER"):
+        out.append(f"+DRAM_STALL_AFTER={int(os.environ['HWGEN_DRAM_STALL_AFTER'])}")
+    return out
+
+
+def check_counts(name: str, result: dict, loc) -> None:
+    """A finished run touched only the simulated memory, and its cycle counter agrees with
+    the clock."""
+    if result["fault"]:
+        raise SimulationError(f"kernel '{name}' accessed DRAM outside the simulated memory", loc)
+    if result["measured"] != result["cycles"]:
+        raise SimulationError(
+            f"kernel '{name}': its cycle counter says {result['cycles']} but {result['measured']} clock cycles passed",
+            loc,
+        )
 
 
 def _sim(build_dir, work: Path, config: dict, plusargs: list, waves: bool, loc) -> dict:
@@ -219,13 +238,7 @@ def _check_run(design, values: dict, result: dict, runs: int, timeout: int, loc)
             f"hangs{where}",
             loc,
         )
-    if result["fault"]:
-        raise SimulationError(f"kernel '{name}' accessed DRAM outside the simulated memory", loc)
-    if result["measured"] != result["cycles"]:
-        raise SimulationError(
-            f"kernel '{name}': its cycle counter says {result['cycles']} but {result['measured']} clock cycles passed",
-            loc,
-        )
+    check_counts(name, result, loc)
     for g in design.program.groups:
         if result["results"][f"overflow_{g.name}"]:
             raise overflow_error(g)

@@ -10,7 +10,6 @@ out_specs (P(): PE 0's copy; P('x'): PE k's copy is block k).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 import time
@@ -94,6 +93,8 @@ def _write_images(design, layout, values: dict, work: Path) -> list:
 def _run(design, layout, build_dir, work: Path, dram: DramConfig, seed, loc) -> dict:
     """Run the mesh once; its testbench result, checked (a hang names the PEs not done and
     the controllers the first of them is stalled in)."""
+    from ..simulate import check_counts, dram_plusargs
+
     name, predicted = design.name, design.report["predicted_cycles"]
     timeout = timeout_cycles(predicted, dram)
     config = {
@@ -103,15 +104,7 @@ def _run(design, layout, build_dir, work: Path, dram: DramConfig, seed, loc) -> 
         "monitor": [],
         "runs": 1,
     }
-    plusargs = [
-        f"+DRAM_IN={work / 'dram_in.hex'}",
-        f"+DRAM_OUT={work / 'dram_out.hex'}",
-        f"+DRAM_LATENCY={dram.latency}",
-        f"+DRAM_JITTER={dram.jitter}",
-        f"+DRAM_SEED={(seed or 0) * 2654435761 % (1 << 31) + 1}",
-    ]
-    if os.environ.get("HWGEN_DRAM_STALL_AFTER"):  # a fault, to test hang reports
-        plusargs.append(f"+DRAM_STALL_AFTER={int(os.environ['HWGEN_DRAM_STALL_AFTER'])}")
+    plusargs = dram_plusargs(work, dram, seed)
 
     def run(cfg):
         (work / "config.json").write_text(json.dumps(cfg))
@@ -138,13 +131,7 @@ def _run(design, layout, build_dir, work: Path, dram: DramConfig, seed, loc) -> 
             f"PE(s) {', '.join(map(str, stuck))} of {p} not done{where}",
             loc,
         )
-    if result["fault"]:
-        raise SimulationError(f"kernel '{name}' accessed DRAM outside the simulated memory", loc)
-    if result["measured"] != result["cycles"]:
-        raise SimulationError(
-            f"kernel '{name}': its cycle counter says {result['cycles']} but {result['measured']} clock cycles passed",
-            loc,
-        )
+    check_counts(name, result, loc)
     return result
 
 
