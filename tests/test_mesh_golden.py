@@ -295,7 +295,7 @@ def test_show_ir_lists_the_per_pe_program():
         "    local %shard0.0: int32[4, 3] = a split by P('x', 'y')",
         "    local %shard0.1: int32[] = map[] s split by P()",
         "    %c0 = all_gather(%shard0.0, ('y',), axis=0, tiled=True): int32[16, 3]",
-        "    %c1 = psum(map[%0<16, %1<3] (%c0[%0, %1] * %shard0.1[]), ('x',)): int32[16, 3]",
+        "    %c1 = psum(map[@0<16, @1<3] (%c0[@0, @1] * %shard0.1[]), ('x',)): int32[16, 3]",
         "    result 0: int32[16, 3] = %c1 joined by P(None, 'y')",
         "    result 1: int32[] = map[] (%axis.x + %shard0.1[]) joined by P()",
     ]

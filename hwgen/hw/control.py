@@ -25,11 +25,7 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .counters import all_at_end, next_values
-
-
-def _name(name: str) -> str:
-    return name.replace(".", "_").replace("%", "x")
+from .counters import all_at_end, next_values, port_name
 
 
 def _stage_ports(members: dict, stages: int) -> None:
@@ -49,16 +45,16 @@ class SeqLoop(wiring.Component):
         self.stages = stages
         members = {"go": In(1), "done": Out(1)}
         for c in self.counters:
-            members[f"ctr_{_name(c.name)}"] = Out(range(max(2, c.extent)))
+            members[f"ctr_{port_name(c.name)}"] = Out(range(max(2, c.extent)))
         _stage_ports(members, stages)
         super().__init__(members)
 
     def counter_for(self, name: str, stage: int):
-        return getattr(self, f"ctr_{_name(name)}")
+        return getattr(self, f"ctr_{port_name(name)}")
 
     def elaborate(self, platform):
         m = Module()
-        chain = [(getattr(self, f"ctr_{_name(c.name)}"), c.extent) for c in self.counters]
+        chain = [(getattr(self, f"ctr_{port_name(c.name)}"), c.extent) for c in self.counters]
         n = self.stages
         current = Signal(range(max(2, n)))
         go = [getattr(self, f"stage_go_{k}") for k in range(n)]
@@ -94,14 +90,14 @@ class MetaLoop(wiring.Component):
         members = {"go": In(1), "done": Out(1)}
         for k in range(stages):
             for c in self.counters:
-                members[f"ctr_{_name(c.name)}_s{k}"] = Out(range(max(2, c.extent)))
+                members[f"ctr_{port_name(c.name)}_s{k}"] = Out(range(max(2, c.extent)))
             for d in self.depths:
                 members[f"buf{d}_s{k}"] = Out(range(d))
         _stage_ports(members, stages)
         super().__init__(members)
 
     def counter_for(self, name: str, stage: int):
-        return getattr(self, f"ctr_{_name(name)}_s{stage}")
+        return getattr(self, f"ctr_{port_name(name)}_s{stage}")
 
     def buffer_for(self, depth: int, stage: int):
         return getattr(self, f"buf{depth}_s{stage}")
@@ -109,7 +105,7 @@ class MetaLoop(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         S = self.stages
-        nxt = [Signal(range(max(2, c.extent)), name=f"next_{_name(c.name)}") for c in self.counters]
+        nxt = [Signal(range(max(2, c.extent)), name=f"next_{port_name(c.name)}") for c in self.counters]
         nxt_buf = {d: Signal(range(d), name=f"next_buf{d}") for d in self.depths}
         more = Signal()
         holding = [Signal(name=f"holds_s{k}") for k in range(S)]
@@ -127,7 +123,7 @@ class MetaLoop(wiring.Component):
         m.d.comb += boundary.eq(self.go | step_over)
         # what enters stage 0 at this boundary
         enter = Signal()
-        enter_ctr = [Signal.like(v, name=f"enter_{_name(c.name)}") for v, c in zip(nxt, self.counters)]
+        enter_ctr = [Signal.like(v, name=f"enter_{port_name(c.name)}") for v, c in zip(nxt, self.counters)]
         enter_buf = {d: Signal(range(d), name=f"enter_buf{d}") for d in self.depths}
         m.d.comb += enter.eq(self.go | more)
         m.d.comb += [e.eq(Mux(self.go, 0, v)) for e, v in zip(enter_ctr, nxt)]
@@ -147,13 +143,13 @@ class MetaLoop(wiring.Component):
                 m.d.sync += self.done.eq(1)
             for k in range(S - 1, 0, -1):
                 for c in self.counters:
-                    m.d.sync += getattr(self, f"ctr_{_name(c.name)}_s{k}").eq(
-                        getattr(self, f"ctr_{_name(c.name)}_s{k - 1}")
+                    m.d.sync += getattr(self, f"ctr_{port_name(c.name)}_s{k}").eq(
+                        getattr(self, f"ctr_{port_name(c.name)}_s{k - 1}")
                     )
                 for d in self.depths:
                     m.d.sync += getattr(self, f"buf{d}_s{k}").eq(getattr(self, f"buf{d}_s{k - 1}"))
             for e, c in zip(enter_ctr, self.counters):
-                m.d.sync += getattr(self, f"ctr_{_name(c.name)}_s0").eq(e)
+                m.d.sync += getattr(self, f"ctr_{port_name(c.name)}_s0").eq(e)
             for d in self.depths:
                 m.d.sync += getattr(self, f"buf{d}_s0").eq(enter_buf[d])
             with m.If(enter):

@@ -25,3 +25,9 @@ def next_values(chain) -> list:
         out.append(Mux(carry, Mux(wrap, 0, value + 1), value))
         carry = carry & wrap
     return list(reversed(out))
+
+
+def port_name(name: str) -> str:
+    """A counter or parameter name as a Verilog-friendly identifier ('%0' -> 'x0', '@k.t' ->
+    'op_k_t')."""
+    return name.replace(".", "_").replace("%", "x").replace("@", "op_")

@@ -30,18 +30,13 @@ from ..loops import AppendWrite, GroupWrite, Pipe
 from ..passes.memplan import BANK_FANOUT
 from ..passes.pipeplan import PipePlan, broadcast, lane_combos, par_deps, pipe_exprs, reuse_distance
 from ..timing import FANOUT
-from .counters import all_at_end, next_values
+from .counters import all_at_end, next_values, port_name
 from .datapath import Datapath, dtype_shape
 from .device import KEEP
 from .groupmem import update_port
 from .onchip import one_of, read_port, write_port
 
 SELECT_SLICE = 8  # data bits that one forwarding select flip-flop drives
-
-
-def port_name(name: str) -> str:
-    """A counter or parameter name as a Verilog-friendly identifier."""
-    return name.replace(".", "_").replace("%", "x")
 
 
 def used_names(exprs) -> tuple:

@@ -87,7 +87,7 @@ class ArrayVal(_Operators):
         if self.node is not None:
             return self.node
         trace = current("an array expression")
-        dims = tuple(trace.fresh_dim(n) for n in self.shape)
+        dims = tuple(trace.op_dim(f"@{k}", n) for k, n in enumerate(self.shape))  # named by axis
         body = self.elem(tuple(_index_val(d) for d in dims))
         body_expr = _strong(body, self.dtype)
         self.node = ir.Map(dims, body_expr, loc=user_loc())
@@ -378,7 +378,7 @@ def _reduce_method(arr: ArrayVal, method: str, axis, dtype, out, keepdims):
     keep = [k for k in range(arr.ndim) if k not in axes]
 
     def reduced(outer_idx):
-        dims = tuple(trace.fresh_dim(arr.shape[k]) for k in axes)
+        dims = tuple(trace.op_dim(f"@r{j}", arr.shape[k]) for j, k in enumerate(axes))
         it_outer, it_inner = iter(outer_idx), iter(dims)
         idx = tuple(next(it_inner) if k in axes else None for k in range(arr.ndim))
         full = tuple(_index_val(d) if isinstance(d, ir.Dim) else next(it_outer) for d in idx)
@@ -391,7 +391,7 @@ def _reduce_method(arr: ArrayVal, method: str, axis, dtype, out, keepdims):
     if not keep:
         return reduced(())
     shape = tuple(arr.shape[k] for k in keep)
-    dims = tuple(trace.fresh_dim(n) for n in shape)
+    dims = tuple(trace.op_dim(f"@{k}", n) for k, n in enumerate(shape))
     body = reduced(tuple(_index_val(d) for d in dims))
     node = ir.Map(dims, body.expr, loc=loc)
     return ArrayVal(shape, src.dtype, node=node)

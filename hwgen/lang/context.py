@@ -46,12 +46,19 @@ class Trace:
         self.codes[name] = code
         return ir.Dim(name, extent)
 
+    def op_dim(self, name: str, extent: int) -> ir.Dim:
+        """An index of an array operation that has no lambda ('@': '@i', '@j', '@k'), named by
+        the operation's rule: every such operation of the kernel shares the name, and so its
+        schedule (a name no lambda parameter can have)."""
+        return self.new_dim(name, extent, None, _OPERATIONS)
+
     def fresh_dim(self, extent: int) -> ir.Dim:
         name = f"%{next(self._fresh)}"
         self.extents[name] = extent
         return ir.Dim(name, extent)
 
 
+_OPERATIONS = object()  # the "code" of op_dim's names: shared by every operation
 _stack: list[Trace] = []
 
 

@@ -455,7 +455,8 @@ def _arg(arr, which: str) -> Val:
 
 
 def matmul(a, b) -> ArrayVal:
-    """numpy's `a @ b` for 1-D and 2-D arrays, as a map of sums."""
+    """numpy's `a @ b` for 1-D and 2-D arrays, as a map of sums: over the result's rows '@i'
+    and columns '@j' of sums over '@k', the names a schedule uses for every '@' of a kernel."""
     if not isinstance(a, ArrayVal) or not isinstance(b, ArrayVal) or a.ndim > 2 or b.ndim > 2:
         raise TraceError("'@' needs two 1-D or 2-D arrays")
     k = a.shape[-1]
@@ -463,11 +464,11 @@ def matmul(a, b) -> ArrayVal:
     if k != kb:
         raise TypeMismatchError(f"'@' of shapes {a.shape} and {b.shape}: inner dimensions {k} and {kb} differ")
     trace = current("'@'")
-    kd = trace.fresh_dim(k)
+    kd = trace.op_dim("@k", k)
     kv = _index_val(kd)
     loc = user_loc()
-    out_shape = a.shape[:-1] + b.shape[1:]
-    dims = tuple(trace.fresh_dim(n) for n in out_shape)
+    names = ("@i",) * (a.ndim - 1) + ("@j",) * (b.ndim - 1)
+    dims = tuple(trace.op_dim(name, n) for name, n in zip(names, a.shape[:-1] + b.shape[1:]))
     iv = [_index_val(d) for d in dims]
     ai = tuple(iv[: a.ndim - 1]) + (kv,)
     bi = (kv,) + tuple(iv[a.ndim - 1 :])

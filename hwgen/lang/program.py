@@ -95,7 +95,7 @@ def _result(kname, rname, k, count, item, want, trace: Trace, loc) -> Result:
     if isinstance(item, ArrayVal):
         node = item.materialize()
         if isinstance(node, ir.Input):
-            dims = tuple(trace.fresh_dim(n) for n in node.shape)
+            dims = tuple(trace.op_dim(f"@{k}", n) for k, n in enumerate(node.shape))
             idx = tuple(ir.Index(d.name) for d in dims)
             node = ir.Map(dims, ir.Read(node, idx), loc=loc)
         port = Port(rname, item.dtype, node.shape)
