@@ -299,3 +299,38 @@ def test_a_scalar_result_computed_from_a_reduction_in_the_loop_interpreter():
     x = np.arange(8, dtype=np.int32) * 3 - 5
     got, _ = run_lowered(twice, (x,), {})
     assert got == twice(x) == np.int32(2 * x.sum())
+
+
+# ---------------------------------------------------------------- multifolds sharing a loop
+
+
+def test_independent_multifolds_over_one_domain_share_its_loop_and_their_common_reduction():
+    app = load_pattern("kmeans")
+    k = app.kmeans
+    prog = lower(k.program, k.schedule.tile, k.schedule.par)
+    folds = [m for m in prog.mems if m.label == "the accumulator of a multifold"]
+    assert len(folds) == 2
+    writers = [
+        c
+        for c in walk(prog.root)
+        if isinstance(c, Loop)
+        and any(isinstance(s, Pipe) and any(w.mem in folds and w.op is not None for w in s.writes) for s in c.stages)
+    ]
+    assert len(writers) == 1  # one loop over the points folds both
+    # the nearest centroid is computed once a point: N * K iterations for its distances (par
+    # over the coordinates) and N * K for its argmin, N for each fold (twice that, and more,
+    # when each fold computed its own)
+    n, kk, d = 1024, 8, 16
+    assert pipe_work(prog) <= 2 * n * kk + 2 * n + 3 * kk * d
+
+
+def test_a_multifold_reading_another_is_not_fused_with_it():
+    @hw.kernel(tile={"i": 4, "j": 4})
+    def chained(x: hw.Array[int32, 16], idx: hw.Array[int32, 16]):
+        first = hw.multifold(16, hw.zeros(4, int32), lambda i: (idx[i] & 3, x[i]))
+        return hw.multifold(16, hw.zeros(4, int32), lambda j: (idx[j] & 3, first[1] * x[j]))
+
+    rng = np.random.default_rng(0)
+    x, idx = rng.integers(-9, 9, 16).astype(np.int32), rng.integers(0, 9, 16).astype(np.int32)
+    got, _ = run_lowered(chained, (x, idx), {"i": 4, "j": 4})
+    np.testing.assert_array_equal(got, chained(x, idx))

@@ -58,8 +58,9 @@ class _Lowerer(Tiles, Reductions, Collections):
     def run(self) -> LoopProgram:
         drams = list(self.inputs.values())
         scalar_outs = []
-        for result in self.program.results:
-            node = ir.unique_binders(fuse(result.node))
+        fused = [ir.unique_binders(fuse(result.node)) for result in self.program.results]
+        self.multifolds = list(dict.fromkeys(n for f in fused for n in ir.walk(f) if isinstance(n, ir.MultiFold)))
+        for result, node in zip(self.program.results, fused):
             if isinstance(node, ir.Map):
                 dram = Dram(result.port.name, node.dtype, node.shape, "out")
                 drams.append(dram)

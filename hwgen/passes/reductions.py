@@ -1,7 +1,9 @@
 """Reductions, for the lowering (passes/lower.py): a reduction nested in a body becomes its own
 loop, run as an earlier stage, that folds into an accumulator memory indexed by the enclosing
 local counters it depends on; a reduction that depends on no index at all, and a multifold, is
-computed once, by top-level stages, before everything that uses it.
+computed once, by top-level stages, before everything that uses it. Independent multifolds
+over the same loops (k-means' sums and counts) share one loop, and the reductions their bodies
+have in common (the nearest centroid) are computed once for all of them.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ class Reductions:
     """Mixed into the lowering: needs the Tiles methods, `top`, `hoisted`, `inputs`, `new_mem`,
     `loop`, `local_index` and `collect_part`."""
 
-    def extract(self, expr: ir.Expr, ctx_local: list, stages: list) -> ir.Expr:
+    def extract(self, expr: ir.Expr, ctx_local: list, stages: list, memo: dict | None = None) -> ir.Expr:
         """`expr` with each outermost Reduce replaced by a read of its accumulator; the loops
-        computing them are appended to `stages` (or hoisted to the top when closed)."""
-        memo: dict = {}
+        computing them are appended to `stages` (or hoisted to the top when closed). `memo`
+        shares the lowered reductions between calls (expressions of one loop body)."""
+        memo = {} if memo is None else memo
 
         def go(e):
             found = memo.get(e)
@@ -77,17 +80,52 @@ class Reductions:
                 )
         if node.op.expr is not None:
             self.check_index_order(node.dims, "the custom multifold op folds in index order", node.loc)
-        _, slices, ssub = self.split(node.sdims, whole=True)
-        sub = {**sub, **ssub}
-        stages: list = []
-        counters = local + slices
-        exprs = [self.extract(ir.subst_indices(e, sub), counters, stages) for e in node.idx + (node.value,)]
-        *idx, value = self.tile_reads_all(exprs, stages)
-        write = Write(acc, tuple(idx), value, node.op, ir.Const(0, bool_), node.checked)
-        stages.append(Pipe(tuple(counters), (write,)))
-        self.top.extend([self.loop(outer, stages)] if outer else stages)
         self.hoisted[node] = acc
+        members = [(node, acc, {})]
+        for other in self.fold_partners(node):  # folds over the same loops: one loop for all
+            other_acc = self.new_mem("fold", other.dtype, other.shape, "the accumulator of a multifold", other.loc)
+            self.init_fold(other_acc, other.init)
+            self.hoisted[other] = other_acc
+            members.append((other, other_acc, {o.name: ir.Index(d.name) for o, d in zip(other.dims, node.dims)}))
+        stages: list = []
+        memo: dict = {}  # reductions the folds share (k-means' nearest centroid) are computed once
+        lowered = []
+        for m, m_acc, rename in members:
+            _, slices, ssub = self.split(m.sdims, whole=True)
+            counters = local + slices
+            exprs = [
+                self.extract(ir.subst_indices(ir.subst_indices(e, rename), {**sub, **ssub}), counters, stages, memo)
+                for e in m.idx + (m.value,)
+            ]
+            lowered.append((m, m_acc, counters, exprs))
+        tiled = self.tile_reads_all([e for *_, exprs in lowered for e in exprs], stages)
+        for m, m_acc, counters, exprs in lowered:
+            *idx, value = tiled[: len(exprs)]
+            tiled = tiled[len(exprs) :]
+            write = Write(m_acc, tuple(idx), value, m.op, ir.Const(0, bool_), m.checked)
+            stages.append(Pipe(tuple(counters), (write,)))
+        self.top.extend([self.loop(outer, stages)] if outer else stages)
         return acc
+
+    def fold_partners(self, node: ir.MultiFold) -> list:
+        """The program's other multifolds that can share `node`'s loop: not lowered yet, closed,
+        independent of it (neither reads the other, nor starts from it), over dims of the same
+        extents, tiles and lanes, with builtin ops (each slice of a value is walked inside its
+        own pipe)."""
+        out = []
+        for other in getattr(self, "multifolds", ()):
+            if other is node or other in self.hoisted or ir.free_indices(other) or other.op.expr is not None:
+                continue
+            if node.op.expr is not None or len(other.dims) != len(node.dims):
+                continue
+            same = all(
+                (o.extent, self.tile(o), self.lanes(o)) == (d.extent, self.tile(d), self.lanes(d))
+                for o, d in zip(other.dims, node.dims)
+            )
+            independent = node not in set(ir.walk(other)) and other not in set(ir.walk(node))
+            if same and independent and math.prod(other.shape) <= self.FOLD_LIMIT:
+                out.append(other)
+        return out
 
     def materialize(self, node: ir.Map) -> Mem:
         """An intermediate Map stored whole on chip (passes/fuse.py decides which), computed
