@@ -52,7 +52,7 @@ def get_runner(_name: str = "verilator") -> Verilator:
 # half as fast; set HWGEN_CXX_OPT=-O2 for long simulations.
 CXX_OPT = os.environ.get("HWGEN_CXX_OPT", "-O1")
 # --output-split 0: one C++ file (the wheel's makefile cannot use precompiled headers)
-BUILD_ARGS = os.environ.get("HWGEN_EXTRA_VARGS", "").split() + [
+BUILD_ARGS = [
     "--timing",
     "--output-split",
     "0",
