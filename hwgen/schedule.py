@@ -40,10 +40,10 @@ class Schedule:
                     known = ", ".join(user_names) or "none"
                     hidden = (
                         ""
-                        if not any(n.startswith("%") for n in extents)
+                        if not any(n.startswith("@") for n in extents)
                         else (
-                            "; indices made by '@', .T, slices and array arithmetic have no names: "
-                            "write those loops with hw.map / hw.sum to schedule them"
+                            "; loops without a lambda are named by rule: '@i', '@j', '@k' for '@', "
+                            "'@0', '@1', ... for an array's axes, '@r0', ... for a reduction method's"
                         )
                     )
                     raise ScheduleError(

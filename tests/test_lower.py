@@ -334,3 +334,40 @@ def test_a_multifold_reading_another_is_not_fused_with_it():
     x, idx = rng.integers(-9, 9, 16).astype(np.int32), rng.integers(0, 9, 16).astype(np.int32)
     got, _ = run_lowered(chained, (x, idx), {"i": 4, "j": 4})
     np.testing.assert_array_equal(got, chained(x, idx))
+
+
+def test_multifolds_that_read_each_other_are_never_partners():
+    @hw.kernel
+    def three(x: hw.Array[int32, 16], idx: hw.Array[int32, 16]):
+        a = hw.multifold(16, hw.zeros(4, int32), lambda i: (idx[i] & 3, x[i]))
+        q = hw.multifold(16, hw.zeros(4, int32), lambda j: (idx[j] & 3, x[j] * 2))
+        p = hw.multifold(16, hw.zeros(4, int32), lambda k: (idx[k] & 3, q[0]))  # reads q, whole
+        return a, p
+
+    x, idx = np.arange(1, 17, dtype=np.int32), (np.arange(16) * 7 % 5).astype(np.int32)
+    got, _ = run_lowered(three, (x, idx), {})
+    for g, w in zip(got, three(x, idx)):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_a_partner_whose_slice_is_tiled_gets_its_own_schedule_error():
+    @hw.kernel(tile={"d": 4})
+    def two(x: hw.Array[int32, 16], y: hw.Array[int32, 16, 8], idx: hw.Array[int32, 16]):
+        a = hw.multifold(16, hw.zeros(4, int32), lambda i: (idx[i] & 3, x[i]))
+        b = hw.multifold(16, hw.zeros((4, 8), int32), lambda j: (idx[j] & 3, hw.map(8, lambda d: y[j, d])))  # L:slice
+        return a, b
+
+    with pytest.raises(hw.ScheduleError, match="index 'd' walks a slice of a multifold's accumulator"):
+        lower(two.program, two.schedule.tile, two.schedule.par)
+
+
+def test_a_multifold_starting_from_another():
+    @hw.kernel
+    def chained(x: hw.Array[int32, 16], idx: hw.Array[int32, 16]):
+        a = hw.multifold(16, hw.zeros(4, int32), lambda i: (idx[i] & 3, x[i]))
+        return hw.multifold(16, a, lambda j: (idx[j] & 3, 1))
+
+    x, idx = np.arange(1, 17, dtype=np.int32), (np.arange(16) * 7 % 5).astype(np.int32)
+    for tiles in ({}, {"i": 4, "j": 4}):
+        got, _ = run_lowered(chained, (x, idx), tiles)
+        np.testing.assert_array_equal(got, chained(x, idx))

@@ -56,3 +56,22 @@ def test_named_loops_in_verilator():
     r = rows.with_schedule(tile={"@0": 8, "@r0": 16}, par={"@r0": 4}).verify(a2, x)
     np.testing.assert_array_equal(r.outputs, (a2 * x).sum(axis=1).astype(np.int32))
     assert r.cycles == r.predicted_cycles
+
+
+def test_an_array_valued_body_and_a_schedule_error_name_the_rule():
+    @hw.kernel(tile={"@0": 2})
+    def rows(x: hw.Array[int32, 8], y: hw.Array[int32, 4]):
+        return hw.map(8, lambda i: x[i] + y)  # its body's axis is '@0'
+
+    assert set(rows.program.extents) == {"i", "@0"}
+    with pytest.raises(hw.ScheduleError, match="loops without a lambda are named by rule"):
+        mm.with_schedule(tile={"k": 4})
+
+
+def test_a_user_index_whose_verilog_name_clashes_with_a_rule_name_is_refused():
+    @hw.kernel(tile={"op_k": 2, "@k": 4})
+    def k(a: hw.Array[int32, 4, 8], b: hw.Array[int32, 8, 4]):
+        return hw.map(4, lambda op_k: a[op_k] @ b)
+
+    with pytest.raises(hw.UnsupportedError, match="give the same Verilog name"):
+        k.elaborate()

@@ -31,3 +31,19 @@ def port_name(name: str) -> str:
     """A counter or parameter name as a Verilog-friendly identifier ('%0' -> 'x0', '@k.t' ->
     'op_k_t')."""
     return name.replace(".", "_").replace("%", "x").replace("@", "op_")
+
+
+def check_port_names(names) -> None:
+    """Counter names must stay apart as Verilog names (an index the user named 'op_k' and the
+    '@k' of an '@' would both be 'op_k'): an UnsupportedError naming the pair otherwise."""
+    from ..errors import UnsupportedError
+
+    seen: dict = {}
+    for name in sorted(set(names)):
+        other = seen.setdefault(port_name(name), name)
+        if other != name:
+            a, b = (other.split(".")[0], name.split(".")[0])
+            raise UnsupportedError(
+                f"index names '{a}' and '{b}' give the same Verilog name '{port_name(name)}'; rename index "
+                f"'{a if not a.startswith(('@', '%')) else b}'"
+            )

@@ -33,11 +33,12 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..dram import DramConfig, word_bits
-from ..loops import Load, Loop, Parallel, Pipe, Store, checked_mems
+from ..loops import Load, Loop, Parallel, Pipe, Store, checked_mems, walk
 from ..passes.names import kind_of
 from . import memchannel, phases
 from .control import MetaLoop, SeqLoop
 from .control import Parallel as ParallelUnit
+from .counters import check_port_names
 from .datapath import dtype_shape
 from .groupmem import ROLES, GroupMem
 from .onchip import OnChipMem
@@ -70,6 +71,7 @@ class PE(wiring.Component):
         for p in self.plans.values():
             if p.owner is not None:
                 self._depths.setdefault(p.owner, set()).add(p.depth)
+        check_port_names(c.name for ctrl in walk(prog.root) for c in getattr(ctrl, "counters", ()))
         self.tree = self._units(prog.root, {})
         addr = dram.addr_bits
         members = {"start": In(1), "done": Out(1), "busy": Out(1), "cycles": Out(64)}

@@ -75,7 +75,7 @@ def map_(domain, fn):
     body = _single(fn(*idx), "hw.map", loc)
     if isinstance(body, ArrayVal):
         trace = current("hw.map")
-        inner = tuple(trace.fresh_dim(n) for n in body.shape)
+        inner = tuple(trace.op_dim(f"@{k}", n) for k, n in enumerate(body.shape))  # the body's axes
         expr = _strong(body.elem(tuple(_index_val(d) for d in inner)), body.dtype)
         node = ir.Map(dims + inner, expr, loc=loc)
         dtype = body.dtype
@@ -159,7 +159,7 @@ def reduce(domain, fn, op="+"):
     body = _single(fn(*idx), "hw.reduce (hw.sum, hw.max, hw.min)", loc)
     if isinstance(body, ArrayVal):
         trace = current("hw.reduce")
-        inner = tuple(trace.fresh_dim(n) for n in body.shape)
+        inner = tuple(trace.op_dim(f"@{k}", n) for k, n in enumerate(body.shape))  # the body's axes
         elem = _strong(body.elem(tuple(_index_val(d) for d in inner)), body.dtype)
         comb = _combiner(op, body.dtype)
         node = ir.Map(inner, ir.Reduce(dims, elem, comb, loc=loc), loc=loc)
@@ -212,7 +212,7 @@ def multifold(domain, init, fn, op="+"):
         sdims = value.node.dims  # the value's own (named) dims walk the slice
         value_at = lambda sidx: value.elem(sidx)  # noqa: E731
     else:
-        sdims = tuple(trace.fresh_dim(n) for n in slice_shape)
+        sdims = tuple(trace.op_dim(f"@{k}", n) for k, n in enumerate(slice_shape))  # the slice's axes
         if isinstance(value, ArrayVal):
             _broadcast([value.shape, slice_shape], loc)
             value_at = lambda sidx: value.elem(sidx[len(sidx) - value.ndim :] if value.ndim else ())  # noqa: E731
@@ -441,7 +441,7 @@ def _arg(arr, which: str) -> Val:
         )
     trace = current(f"hw.arg{which}")
     own = isinstance(arr.node, ir.Map) and len(arr.node.dims) == 1
-    d = arr.node.dims[0] if own else trace.fresh_dim(n)  # keep a map's index name: schedules use it
+    d = arr.node.dims[0] if own else trace.op_dim("@r0", n)  # keep a map's index name: schedules use it
     t = _index_val(d)
     v = arr.elem((t,))
     raw = Val(v.expr) if getattr(v, "fx", None) is not None else v

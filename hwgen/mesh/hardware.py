@@ -87,8 +87,8 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
         raise UnsupportedError(
             f"cannot {what} kernel '{kernel.name}' on mesh {mesh.describe()}: {why}. Mesh hardware "
             f"supports one hw.shard_map over a ring or torus whose body returns hw.psum / hw.pmax / hw.pmin / "
-            f"hw.psum_scatter / hw.all_gather of a 1-D integer array (see docs/mesh.md); the golden "
-            f"model {kernel.name}(*arrays) works",
+            f"hw.psum_scatter / hw.all_gather / hw.ppermute / hw.all_to_all of a 1-D integer array (see "
+            f"docs/mesh.md); the golden model {kernel.name}(*arrays) works",
             where or loc,
         )
 

@@ -83,6 +83,8 @@ class Reductions:
         self.hoisted[node] = acc
         members = [(node, acc, {})]
         for other in self.fold_partners(node):  # folds over the same loops: one loop for all
+            if other in self.hoisted:  # lowered meanwhile (by a partner's init)
+                continue
             other_acc = self.new_mem("fold", other.dtype, other.shape, "the accumulator of a multifold", other.loc)
             self.init_fold(other_acc, other.init)
             self.hoisted[other] = other_acc
@@ -112,18 +114,22 @@ class Reductions:
         independent of it (neither reads the other, nor starts from it), over dims of the same
         extents, tiles and lanes, with builtin ops (each slice of a value is walked inside its
         own pipe)."""
-        out = []
+        out: list = []
+        if node.op.expr is not None:
+            return out
         for other in getattr(self, "multifolds", ()):
             if other is node or other in self.hoisted or ir.free_indices(other) or other.op.expr is not None:
                 continue
-            if node.op.expr is not None or len(other.dims) != len(node.dims):
+            if len(other.dims) != len(node.dims) or math.prod(other.shape) > self.FOLD_LIMIT:
                 continue
             same = all(
                 (o.extent, self.tile(o), self.lanes(o)) == (d.extent, self.tile(d), self.lanes(d))
                 for o, d in zip(other.dims, node.dims)
             )
-            independent = node not in set(ir.walk(other)) and other not in set(ir.walk(node))
-            if same and independent and math.prod(other.shape) <= self.FOLD_LIMIT:
+            whole = all(self.tile(d, d.extent) == d.extent for d in other.sdims)  # else: its own error
+            # neither reads the other (in its body or its init), nor any partner chosen before
+            independent = all(f not in set(ir.walk(other)) and other not in set(ir.walk(f)) for f in [node, *out])
+            if same and whole and independent:
                 out.append(other)
         return out
 
@@ -148,6 +154,9 @@ class Reductions:
         if isinstance(init, ir.Input):
             self.top.append(Load(self.inputs[init.name], acc, tuple(ir.Const(0, int64) for _ in init.shape)))
             return
+        if isinstance(init, ir.MultiFold):  # another multifold's result: copied element by element
+            dims = tuple(ir.Dim(f"%init{k}", n) for k, n in enumerate(init.shape))
+            init = ir.Map(dims, ir.Read(init, tuple(ir.Index(d.name) for d in dims)), loc=init.loc)
         init = ir.unique_binders(fuse(init))
         outer, local, sub = self.split(init.dims, whole=True)
         stages: list = []
