@@ -9,6 +9,7 @@ import math
 import pytest
 from conftest import load_pattern
 
+import hwgen as hw
 from hwgen.build import loop_program
 from hwgen.hw.transfer import beats_of, lanes_of, reach_banks
 from hwgen.loops import Pipe, walk
@@ -81,3 +82,17 @@ def test_pipe_reach_of_gda_lanes():
             assert len(port.reach) == 1 and len(port.reach[0]) == 16, port.mem.name
             seen.add("broadcast")
     assert seen == {"parallel", "broadcast"}
+
+
+@pytest.mark.rtl
+def test_ram_banks_of_one_entry_lint_clean(tmp_path):
+    """8 lanes over a tile of 8: banks of one entry each (their Verilog had [-1:0] addresses)."""
+    from hwgen_sim import runner
+
+    @hw.kernel(tile={"i": 4, "j": 8}, par={"i": 4, "j": 8}, metapipeline=False)
+    def lanes(a: hw.Array[hw.int8, 8, 8], x: hw.Array[hw.int8, 8]):
+        return hw.map(8, lambda i: hw.sum(8, lambda j: a[i, j] * x[j]))
+
+    design = lanes.build(out_dir=tmp_path)
+    warnings = runner.lint(design.paths["verilog"], design.paths["waivers"])
+    assert "%Warning" not in warnings and "%Error" not in warnings, warnings

@@ -348,7 +348,8 @@ def test_cli_refuses_to_build_or_simulate_a_mesh_kernel(capsys, tmp_path):
         f"error: {show_path(str(path))}:7: cannot {{}} kernel 'allreduce' on mesh 4 ring (r): the "
         f"shard_map body must return one collective of an array. Mesh hardware supports one "
         f"hw.shard_map over a ring or torus whose body returns hw.psum / hw.pmax / hw.pmin / hw.psum_scatter / "
-        f"hw.all_gather of a 1-D integer array (see docs/mesh.md); the golden model allreduce(*arrays) works\n"
+        f"hw.all_gather / hw.ppermute / hw.all_to_all of a 1-D integer array (see docs/mesh.md); the golden model "
+        f"allreduce(*arrays) works\n"
     )
     out_dir = tmp_path / "rtl"
     for command, verb in (("build", "build"), ("sim", "verify")):

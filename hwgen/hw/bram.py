@@ -66,7 +66,9 @@ class BlockRam:
                 self._dp16kd(m, k, mode)
 
     def _generic(self, m):
-        ram = Memory(shape=self.shape, depth=self.depth, init=[])
+        # a bank of one entry gets two (the second unused): Amaranth gives a one-entry memory
+        # zero-width address wires, which Verilator's lint calls a [-1:0] range
+        ram = Memory(shape=self.shape, depth=max(2, self.depth), init=[])
         m.submodules[self.name] = ram
         wp = ram.write_port()
         m.d.comb += [wp.en.eq(self.w_en), wp.addr.eq(self.w_addr), wp.data.eq(self.w_data)]

@@ -93,7 +93,8 @@ def _divisors(n):
 
 def random_schedule(r: random.Random, kernel, prog: Prog) -> dict:
     """Tiles dividing each extent, lanes dividing each tile (at most 8), metapipelining."""
-    extents = {k: v for k, v in kernel.program.extents.items() if not k.startswith("%")}
+    # the schedulable names: no internal '%' names, no renamed copies ('@k.n8' is scheduled as '@k')
+    extents = {k: v for k, v in kernel.program.extents.items() if not k.startswith("%") and "." not in k}
     collect = {v for p in prog.pats if p.kind in ("filter", "flatmap", "groupby") for v, _ in p.dims}
     tile, par = {}, {}
     for name, extent in sorted(extents.items()):
