@@ -175,10 +175,10 @@ def _run(
         "runs": runs,
     }
     plusargs = dram_plusargs(work, dram, seed)
-    result = _sim(build_dir, work, config, plusargs, waves, loc)
+    result = run_testbench(build_dir, work, config, plusargs, waves, loc)
     every = sorted(design.component.unit_names)
     if result.get("timeout") and sorted(units) != every:  # again, watching every controller
-        result = _sim(build_dir, work, dict(config, monitor=every), plusargs, waves, loc)
+        result = run_testbench(build_dir, work, dict(config, monitor=every), plusargs, waves, loc)
     _check_run(design, values, result, runs, timeout, loc)
     return result
 
@@ -210,8 +210,8 @@ def check_counts(name: str, result: dict, loc) -> None:
         )
 
 
-def _sim(build_dir, work: Path, config: dict, plusargs: list, waves: bool, loc) -> dict:
-    """One run of the testbench with `config`: its result."""
+def run_testbench(build_dir, work: Path, config: dict, plusargs: list, waves: bool, loc) -> dict:
+    """One run of the testbench (sim/testbench.py) in `work` with `config`: its result."""
     (work / "config.json").write_text(json.dumps(config))
     env = {"HWGEN_SIM_CONFIG": str(work / "config.json"), "HWGEN_SIM_RESULT": str(work / "result.json")}
     try:

@@ -392,6 +392,15 @@ def test_mesh_hardware_refusals_name_the_reason_and_the_line():
     shift = [(i, (i + 1) % 8) for i in range(8)]
     err = hardware_error(lambda b: hw.ppermute(b, ("x", "y"), shift))  # L:two-axes
     refused(err, "hw.ppermute must run over one axis", "two-axes")
+    err = hardware_error(lambda b: hw.all_to_all(b, ("x", "y"), 0, 0, tiled=True))  # L:a2a-two-axes
+    refused(err, "hw.all_to_all must run over one axis", "a2a-two-axes")
+    fold = lambda b: hw.psum(hw.multifold(8, hw.zeros(4, int32), lambda i: (b[i], 1)), "x")  # noqa: E731  # L:checked
+    err = hardware_error(fold)
+    refused(
+        err,
+        "run-time checks (a group-by's max_keys, a multifold subscript from data) are not built on meshes",
+        "checked",
+    )
     err = hardware_error(lambda b: hw.all_gather(b, "y"), out_specs=hw.P(None, "x"))  # L:out-dim1
     refused(err, "out_specs may split dimension 0 only", "sm")
     err = hardware_error(lambda b: hw.psum_scatter(b, "y", tiled=True))  # L:beat

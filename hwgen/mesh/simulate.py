@@ -9,7 +9,6 @@ out_specs (P(): PE 0's copy; P('x'): PE k's copy is block k).
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 import time
@@ -93,7 +92,7 @@ def _write_images(design, layout, values: dict, work: Path) -> list:
 def _run(design, layout, build_dir, work: Path, dram: DramConfig, seed, loc) -> dict:
     """Run the mesh once; its testbench result, checked (a hang names the PEs not done and
     the controllers the first of them is stalled in)."""
-    from ..simulate import check_counts, dram_plusargs
+    from ..simulate import check_counts, dram_plusargs, run_testbench
 
     name, predicted = design.name, design.report["predicted_cycles"]
     timeout = timeout_cycles(predicted, dram)
@@ -107,13 +106,7 @@ def _run(design, layout, build_dir, work: Path, dram: DramConfig, seed, loc) -> 
     plusargs = dram_plusargs(work, dram, seed)
 
     def run(cfg):
-        (work / "config.json").write_text(json.dumps(cfg))
-        env = {"HWGEN_SIM_CONFIG": str(work / "config.json"), "HWGEN_SIM_RESULT": str(work / "result.json")}
-        try:
-            runner.run(build_dir, work, plusargs, env)
-        except runner.ToolError as e:
-            raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
-        return json.loads((work / "result.json").read_text())
+        return run_testbench(build_dir, work, cfg, plusargs, False, loc)
 
     result = run(config)
     if result.get("timeout"):
