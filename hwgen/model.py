@@ -444,11 +444,13 @@ RING_STORE = 6  # the unit's cycles beyond the beats it writes after its last po
 
 
 def ring_round_cycles(ring) -> int:
-    """One round of a ring collective (hw/collective.py), from its first send to the next
-    round's: T steps (2p - 2 for an all-reduce, else p - 1) of max(S, F) each, F = L +
-    RING_HOP (the next round's step 0 is sent during this round's last step)."""
+    """One round of a ring collective (hw/collective.py), from its first pop to the next
+    round's: T steps (2p - 2 for an all-reduce, else p - 1) of S words each, step s + 1's
+    words arriving F = L + RING_HOP after step s's (the neighbour forwards them as it pops
+    them), so each of the first T - 1 steps takes max(S, F); the next round's step 0 was sent
+    as the forward part entered the last step, so it arrives as the last step's S words end."""
     hop = ring.latency + RING_HOP
-    return ring.steps * max(ring.slice, hop)
+    return (ring.steps - 1) * max(ring.slice, hop) + ring.slice
 
 
 def ring_collective_cycles(ring, dram: DramConfig) -> int:
@@ -469,8 +471,8 @@ def ring_span(ring) -> int:
     round j - 1's pops are done (the cycle after), and no earlier than F after its first send;
     round j + 1's send starts with them (the recurrence below)."""
     S, F = ring.slice, ring.latency + RING_HOP
-    if ring.steps > 1:
-        return ring.rounds * ring_round_cycles(ring) + S
+    if ring.steps > 1:  # the first send's words arrive F later; the last round's steps
+        return (ring.rounds - 1) * ring_round_cycles(ring) + ring.steps * max(S, F) + S
     send, last = 0, None  # round j's first send; round j - 1's last pop
     for j in range(ring.rounds):
         start = send + S - 1 if last is None else max(send + S - 1, last)  # its pops may start

@@ -12,9 +12,13 @@ Data: the whole vector has `n` words in p blocks, block c for PE c. The operand 
 reduced (reduce-scatter). With `dirs` = 2 (a bidirectional ring) the first half of every
 block goes round one way (engine 0: to the next PE, x + 1, from the previous one) and the
 second half the other way (engine 1: to the previous PE, from the next one), each on its own
-links. An engine's chunk c is its half of block c (C words); a slice is S words of a chunk;
-round j works on the slices j*S .. j*S + S - 1 of every chunk. Chunk arithmetic is mod p and
-goes down for engine 0 (chunk(k) = x - k) and up for engine 1 (chunk(k) = x + k).
+links. A unit of G > 1 *groups* (`RingPlan.axes`, one axis each, all of p PEs) runs G such
+rings at once, group g on axis g's links and on the g-th of G equal parts of the operand and
+result arrays (each laid out as above), its engines g * dirs .. g * dirs + dirs - 1, its
+coordinate `pe_x` (g = 0) or `pe_x<g>`: the torus all-reduce's dimension orders at once.
+An engine's chunk c is its half of block c (C words); a slice is S words of a chunk; round j
+works on the slices j*S .. j*S + S - 1 of every chunk. Chunk arithmetic is mod p and goes down
+for engine 0 (chunk(k) = x - k) and up for engine 1 (chunk(k) = x + k).
 
     LOAD    the operand streams in item by item, an item being one slice of one chunk in the
             order its engine reads them: round by round, chunks chunk(1), chunk(2), ...,
@@ -125,11 +129,25 @@ class RingPlan:
     quiet: bool = False  # a permute whose non-receivers write nothing (instead of zeros)
     src_shift: int | None = None  # operand: block (x + src_shift) mod p of an array of p blocks
     dst_shift: int | None = None  # result: block (x + dst_shift) mod p of an array of p blocks
+    axes: tuple = ()  # a unit of several groups: each group's axis (axes[0] == axis)
+
+    @property
+    def groups(self) -> int:
+        """Rings the unit runs at once, each on its own axis and part of the vector."""
+        return max(1, len(self.axes))
+
+    @property
+    def engines(self) -> int:
+        """Engines of the unit: `dirs` per group."""
+        return self.dirs * self.groups
+
+    def engine_axis(self, h: int) -> str:
+        return self.axes[h // self.dirs] if self.axes else self.axis
 
     @property
     def half(self) -> int:
-        """Words per direction of the whole (reduced or gathered) vector."""
-        return self.n // self.dirs
+        """Words per engine of the whole (reduced or gathered) vector."""
+        return self.n // self.engines
 
     @property
     def steps(self) -> int:
@@ -140,8 +158,8 @@ class RingPlan:
 
     @property
     def ways(self) -> tuple:
-        """Each engine's way round: +1 sends to the next PE along the axis, -1 to the previous."""
-        return (1, -1) if self.dirs == 2 else ((-1,) if self.reverse else (1,))
+        """Each engine's way round: +1 sends to the next PE along its axis, -1 to the previous."""
+        return ((1, -1) if self.dirs == 2 else ((-1,) if self.reverse else (1,))) * self.groups
 
     @property
     def loads_all(self) -> bool:
@@ -189,23 +207,26 @@ class RingPlan:
         """DRAM beats read before the ring starts: two slices per engine (one when there is
         only one) when streaming, else the whole operand."""
         if self.streams(words):
-            return min(2, self.rounds * self.load_items()) * self.dirs * self.slice // words
+            return min(2, self.rounds * self.load_items()) * self.engines * self.slice // words
         return self.n // words // (1 if self.loads_all else self.p)
 
     def last_beats(self, words: int) -> int:
         """DRAM beats written after the last pop: every engine's last slice when streaming,
         else the whole result."""
         if self.streams(words):
-            return self.dirs * self.slice // words
+            return self.engines * self.slice // words
         return self.n // words // (1 if self.stores_all else self.p)
 
 
 def ring_links(plan: RingPlan) -> list:
-    """(sending, receiving) PE port names of each engine's links along the plan's axis a: an
-    engine of way +1 sends to the next PE (coordinate + 1) and receives from the previous
-    one; of way -1 the other way round."""
-    a = plan.axis
-    return [(f"{a}_next_tx", f"{a}_prev_rx") if w > 0 else (f"{a}_prev_tx", f"{a}_next_rx") for w in plan.ways]
+    """(sending, receiving) PE port names of each engine's links along its axis a: an engine
+    of way +1 sends to the next PE (coordinate + 1) and receives from the previous one; of
+    way -1 the other way round."""
+    out = []
+    for h, w in enumerate(plan.ways):
+        a = plan.engine_axis(h)
+        out.append((f"{a}_next_tx", f"{a}_prev_rx") if w > 0 else (f"{a}_prev_tx", f"{a}_next_rx"))
+    return out
 
 
 def phase_members(p: int, addr_bits: int, data_bits: int, words: int) -> dict:
@@ -234,10 +255,12 @@ class RingCollective(wiring.Component):
     `words` words of `dram_bits` bits at `addr_bits`-bit word addresses."""
 
     def __init__(self, plan: RingPlan, words: int, dram_bits: int, addr_bits: int):
-        n, p, S, H = plan.n, plan.p, plan.slice, plan.dirs
+        n, p, S, H = plan.n, plan.p, plan.slice, plan.engines
         if plan.op not in OPS or plan.kind not in KINDS:
             raise ValueError(f"unknown ring collective {plan.kind!r} / operation {plan.op!r}")
-        if p < 2 or H not in (1, 2) or n % (p * H):
+        if plan.groups > 1 and (plan.kind == "permute" or plan.src_shift is not None or plan.dst_shift is not None):
+            raise ValueError("a unit of several groups runs an all-reduce, reduce-scatter or all-gather")
+        if p < 2 or plan.dirs not in (1, 2) or n % (p * H):
             raise ValueError(f"a ring collective of {n} words needs p >= 2 and 1 or 2 directions dividing it")
         if plan.chunk % S:
             raise ValueError(f"slice {S} does not divide chunk {plan.chunk}")
@@ -255,6 +278,8 @@ class RingCollective(wiring.Component):
         self.words, self.dram_bits, self.addr_bits = words, dram_bits, addr_bits
         data_bits = words * dram_bits
         members = phase_members(p, addr_bits, data_bits, words)
+        for g in range(1, plan.groups):
+            members[f"pe_x{g}"] = In(range(p))
         for h in range(H):
             members[f"tx{h}"] = Out(beat_stream(self.bits, 1))
             members[f"rx{h}"] = In(beat_stream(self.bits, 1))
@@ -282,7 +307,7 @@ class RingCollective(wiring.Component):
         src, dst = Signal(self.addr_bits), Signal(self.addr_bits)
         ring, loading = Signal(), Signal()
         m.d.comb += [ring.eq(now("RING")), loading.eq(now("LOAD") | ring)]
-        engines = [_Engine(self, h) for h in range(self.plan.dirs)]
+        engines = [_Engine(self, h) for h in range(self.plan.engines)]
         for e in engines:
             e.elaborate(m, ring)
         mem = _LoadStore(self, m, engines)
@@ -291,7 +316,8 @@ class RingCollective(wiring.Component):
             with m.If(self.go):
                 m.d.sync += [src.eq(self.src_base), dst.eq(self.dst_base)]
                 for e in engines:
-                    m.d.sync += [e.x.eq(self.pe_x), e.over.eq(0)]
+                    g = e.h // self.plan.dirs
+                    m.d.sync += [e.x.eq(getattr(self, f"pe_x{g}" if g else "pe_x")), e.over.eq(0)]
                 mem.reset_at_go(m)
                 goto("BASES")
         with m.Elif(now("BASES")):
@@ -734,12 +760,16 @@ class _Turns:
                         m.d.sync += self.turn.eq((h + 1) % H)
 
     def dram_addr(self):
-        """The next beat's word address in the DRAM array (relative to its base): block c's
-        engine-h half at c * dirs * C + h * C when the array has every block, else at h * C."""
+        """The next beat's word address in the DRAM array (relative to its base): in group g's
+        part (at g * dirs * C * p when the array has every block, else at g * dirs * C),
+        block c's half of engine h (the group's engine j) at c * dirs * C + j * C when the
+        array has every block, else at j * C."""
         plan = self.unit.plan
         out = None
         for h, walk in enumerate(self.walks):
-            a = walk.inner + h * plan.chunk
+            g, j = divmod(h, plan.dirs)
+            part = plan.dirs * plan.chunk * (plan.p if self.every else 1)
+            a = walk.inner + (g * part + j * plan.chunk)
             if self.every:
                 a = a + (walk.cbase * plan.dirs if plan.dirs > 1 else walk.cbase)
             out = a if out is None else Mux(self.turn == h, a, out)

@@ -5,11 +5,12 @@ reduce-scatter along the first, an all-reduce along the second and an all-gather
 first (mesh/hardware.py plans them). Each unit is a read and a write client of the PE's DRAM
 arbiter; phase k reads the array phase k - 1 wrote.
 
-Every phase runs along one mesh axis a, on the PE's links of that axis: one pair per
-direction, `<a>_next_tx` / `<a>_prev_rx` (to and from the neighbours at coordinate +1 and -1
-along a) and, when some phase on a runs both ways, `<a>_prev_tx` / `<a>_next_rx`. The
-phases on one axis share its links: one phase runs at a time, and an idle unit neither shows
-a word to a link nor takes one, so the streams are combined with ORs.
+Every phase runs along one mesh axis a (a unit of several groups: each group along its own),
+on the PE's links of that axis: one pair per direction, `<a>_next_tx` / `<a>_prev_rx` (to
+and from the neighbours at coordinate +1 and -1 along a) and, when some phase on a runs both
+ways, `<a>_prev_tx` / `<a>_next_rx`. The phases on one axis share its links: one phase runs
+at a time, and an idle unit neither shows a word to a link nor takes one, so the streams are
+combined with ORs.
 
 Members a PE gains (`members`): `pe_<a>: In` its coordinate along each axis a phase uses,
 `base_<dst>: In(addr)` for every phase's result array, and the links. A phase whose plan has
@@ -34,16 +35,17 @@ def axes_links(rings) -> dict:
     for r in rings:
         if isinstance(r, CopyPlan):
             continue
-        for pair in ring_links(r):
-            if pair not in out.setdefault(r.axis, []):
-                out[r.axis].append(pair)
+        for h, pair in enumerate(ring_links(r)):
+            if pair not in out.setdefault(r.engine_axis(h), []):
+                out[r.engine_axis(h)].append(pair)
     return out
 
 
 def members(rings, addr_bits: int) -> dict:
     out = {}
     for r in rings:
-        out[f"pe_{r.axis}"] = In(range(r.p))
+        for a in getattr(r, "axes", ()) or (r.axis,):
+            out[f"pe_{a}"] = In(range(r.p))
         out[f"base_{r.dst}"] = In(addr_bits)
     bits = rings[0].dtype.bits
     for links in axes_links(rings).values():
@@ -85,14 +87,17 @@ def elaborate(m, pe, rings, colls, go, bases: dict):
             coll.dst_base.eq(dst[r.dst] + _offset(x, r.dst_shift, r.p, block)),
         ]
         m.d.comb += coll.pe_x.eq(x)
+        for g, a in enumerate(getattr(r, "axes", ())[1:], 1):
+            m.d.comb += getattr(coll, f"pe_x{g}").eq(getattr(pe, f"pe_{a}"))
         go = coll.done
     bits = rings[0].dtype.bits
-    for axis, links in axes_links(rings).items():
-        on = [(r, c) for r, c in zip(rings, colls) if r.axis == axis and not isinstance(r, CopyPlan)]
+    for links in axes_links(rings).values():
+        on = [(r, c) for r, c in zip(rings, colls) if not isinstance(r, CopyPlan)]
         for pair in links:
             txname, rxname = pair
-            users = [(c, h) for r, c in on for h, q in enumerate(ring_links(r)) if q == pair]
-            depth, latency = max(r.depth for r, _ in on), on[0][0].latency
+            users = [(r, c, h) for r, c in on for h, q in enumerate(ring_links(r)) if q == pair]
+            depth, latency = max(r.depth for r, _, _ in users), users[0][0].latency
+            users = [(c, h) for _, c, h in users]
             m.submodules[f"{txname}"] = tx = LinkTx(bits, 1, depth, latency)
             m.submodules[f"{rxname}"] = rx = LinkRx(bits, 1, depth, latency)
             txs = [getattr(c, f"tx{h}") for c, h in users]

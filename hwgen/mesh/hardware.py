@@ -186,25 +186,57 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
                 coll.loc,
             )
         return MeshPlan(local, tuple(rings), mesh, in_specs, sm.out_specs[0], axes, kind, n, perm)
+    names = (set(params), res.port.name, partial)
+    rings = _ring_phases(kind, op, [axes], m, mesh, link, dtype, names, dram)
+    if isinstance(rings, tuple):
+        step, a, whole, q = rings
+        need = ", and an all-gather needs beats of at least 2 words (its writes need twice the ring's rate)"
+        raise UnsupportedError(
+            f"cannot {what} kernel '{kernel.name}': the {step.replace('_', '-')} along '{a}' of "
+            f"{whole} words needs each of its {q} blocks to be a multiple of the DRAM beat "
+            f"({dram.words_per_cycle} words){need if step == 'all_gather' else ''}",
+            coll.loc,
+        )
+    if kind == "all_reduce" and len(axes) > 1 and len({mesh.shape[a] for a in axes}) == 1:
+        # every dimension order at once, each on its part of the vector: faster when the DRAM
+        # beat feeds all the engines (model.phase_cycles decides)
+        orders = [axes[g:] + axes[:g] for g in range(len(axes))]
+        both = _ring_phases(kind, op, orders, m, mesh, link, dtype, names, dram)
+        if isinstance(both, list) and _cycles(both, dram) < _cycles(rings, dram):
+            rings = both
+    return MeshPlan(local, tuple(rings), mesh, in_specs, sm.out_specs[0], axes, kind, n)
+
+
+def _ring_phases(kind: str, op: str, orders: list, m: int, mesh, link, dtype, names: tuple, dram):
+    """The ring phases (RingPlans) of a collective over the axes of `orders` (one tuple of
+    axes per group, all of one size when there are several: each group runs its order's
+    phases on its part of the vector, in one unit per phase) of an m-word operand; the
+    failing (phase kind, axis, words, PEs) when a phase fits no plan. `names`: the kernel's
+    parameters, its result's name and the operand array's."""
+    params, result, partial = names
+    steps = [phase_list(kind, axes) for axes in orders]
     rings = []
-    for k, (step, a) in enumerate(phase_list(kind, axes)):
+    for k, (step, a) in enumerate(steps[0]):
         words = rings[-1].dst_words if rings else m  # the phase's operand
         q = mesh.shape[a]
         whole = words * q if step in ("all_gather", "permute") else words
-        last = k == len(phase_list(kind, axes)) - 1
+        last = k == len(steps[0]) - 1
         src = rings[-1].dst if rings else partial
-        dst = res.port.name if last else _fresh(f"phase{k}", set(params) | {res.port.name, partial})
-        ring = ring_plan(whole, q, link.latency, step, op, dtype, src, dst, dram, a, perm) if whole % q == 0 else None
+        dst = result if last else _fresh(f"phase{k}", set(params) | {result, partial})
+        group_axes = tuple(s[k][1] for s in steps) if len(orders) > 1 else ()
+        ring = None
+        if whole % (q * len(orders)) == 0:
+            ring = ring_plan(whole, q, link.latency, step, op, dtype, src, dst, dram, a, axes=group_axes)
         if ring is None:
-            need = ", and an all-gather needs beats of at least 2 words (its writes need twice the ring's rate)"
-            raise UnsupportedError(
-                f"cannot {what} kernel '{kernel.name}': the {step.replace('_', '-')} along '{a}' of "
-                f"{whole} words needs each of its {q} blocks to be a multiple of the DRAM beat "
-                f"({dram.words_per_cycle} words){need if step == 'all_gather' else ''}",
-                coll.loc,
-            )
+            return step, a, whole, q
         rings.append(ring)
-    return MeshPlan(local, tuple(rings), mesh, in_specs, sm.out_specs[0], axes, kind, n)
+    return rings
+
+
+def _cycles(rings, dram) -> int:
+    from ..model import phase_cycles
+
+    return sum(phase_cycles(r, dram) for r in rings)
 
 
 def _moves(kind: str, n: int, p: int, perm, latency: int, dtype, src: str, dst: str, dram, axis: str):
@@ -277,14 +309,17 @@ def _fresh(name: str, taken: set) -> str:
     return out
 
 
-def ring_plan(n: int, p: int, latency: int, kind: str, op: str, dtype, src: str, dst: str, dram, axis: str, perm=()):
+def ring_plan(
+    n: int, p: int, latency: int, kind: str, op: str, dtype, src: str, dst: str, dram, axis: str, perm=(), axes=()
+):
     """The fastest RingPlan (by model.ring_collective_cycles) for a collective `kind` of an
-    n-word vector on p PEs (a permute: by the (source, destination) pairs `perm`, one shift):
-    one or two directions (two need beats of at least four words: the DRAM side then moves
-    words at twice the rate both engines use them, so a burst of final slices never delays
-    the end; a permute goes the shorter way round, or both when that is half the ring), and a
-    slice dividing the chunk, at most ring_fifo's largest. None when no plan fits the DRAM
-    beat (collective.RingCollective's conditions)."""
+    n-word vector on p PEs (a permute: by the (source, destination) pairs `perm`, one shift;
+    `axes`: a unit of a group per axis, each on n / len(axes) words): one or two directions
+    per group (E > 1 engines in all need beats of at least 2 E words: the DRAM side then
+    moves words at twice the rate the engines use them, so a burst of final slices never
+    delays the end; a permute goes the shorter way round, or both when that is half the
+    ring), and a slice dividing the chunk, at most ring_fifo's largest. None when no plan
+    fits the DRAM beat (collective.RingCollective's conditions)."""
     from ..model import RING_HOP, ring_collective_cycles
 
     depth, most = ring_fifo(latency)
@@ -296,11 +331,13 @@ def ring_plan(n: int, p: int, latency: int, kind: str, op: str, dtype, src: str,
     else:
         receivers, ways = 0, [(1, 0, False), (2, 0, False)]
     best = None
+    groups = max(1, len(axes))
     for dirs, hops, reverse in ways:
-        if dirs == 2 and W < 4 or n % (dirs * p) or (n // dirs) % W:
+        engines = dirs * groups
+        if engines > 1 and W < 2 * engines or n % (engines * p) or (n // engines) % W:
             continue
-        chunk = n // dirs // p
-        if chunk % W and (dirs > 1 or kind != "all_reduce") or kind == "all_gather" and W < 2 * dirs:
+        chunk = n // engines // p
+        if chunk % W and (engines > 1 or kind != "all_reduce") or kind == "all_gather" and W < 2 * engines:
             continue  # an all-gather's own slices come in bursts: its writes need twice the rate
         hop = latency + RING_HOP
         for s in range(1, min(chunk, most) + 1):
@@ -308,7 +345,7 @@ def ring_plan(n: int, p: int, latency: int, kind: str, op: str, dtype, src: str,
                 continue  # the model is not exact for a multi-hop permute whose slice is shorter than a hop
             if chunk % s == 0:
                 plan = RingPlan(
-                    n, p, s, depth, latency, op, dtype, src, dst, dirs, kind, axis, hops, reverse, receivers
+                    n, p, s, depth, latency, op, dtype, src, dst, dirs, kind, axis, hops, reverse, receivers, axes=axes
                 )
                 key = (ring_collective_cycles(plan, dram), -dirs, -s)
                 if best is None or key < best[0]:
@@ -417,6 +454,7 @@ def _phase_report(r) -> dict:
         "unit": "RingCollective",
         "kind": r.kind,
         "axis": r.axis,
+        **({"axes": list(r.axes)} if r.axes else {}),
         "pes": r.p,
         "words": r.n,
         "directions": r.dirs,

@@ -47,7 +47,7 @@ def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str 
         "hwgen_dram.v": _DRAM_V.read_text(),
     }
     try:
-        build_dir, hit = runner.build(sources)
+        build_dir, hit = runner.build(sources, split=design.plan.p > 8)
     except runner.ToolError as e:
         raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
     t1 = time.perf_counter()
