@@ -54,9 +54,10 @@ async def run_kernel(dut):
         earlier += 1
         await RisingEdge(dut.clk)
     dut.start.value = 1
-    await RisingEdge(dut.clk)
-    started = get_sim_time("ns")
+    await RisingEdge(dut.clk)  # the test top registers it (sim/harness.py) ...
     dut.start.value = 0
+    await RisingEdge(dut.clk)  # ... and the design sees it from here
+    started = get_sim_time("ns")
     out = {"earlier_runs": earlier}
     timeline = {}
     scope = dut.dut  # the kernel; its controllers sit inside the PE instance named by "scope"
@@ -86,7 +87,7 @@ async def run_kernel(dut):
     dut.dump.value = 1
     await RisingEdge(dut.clk)
     dut.dump.value = 0
-    await RisingEdge(dut.clk)
+    await ClockCycles(dut.clk, 2)  # through the test top's register, then the dump
     out["fault"] = int(dut.fault.value)
     with open(os.environ["HWGEN_SIM_RESULT"], "w") as f:
         json.dump(out, f)
