@@ -29,8 +29,11 @@ from hwgen.model import predict
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 SIZES = (1024, 4096, 16384)
-MESHES = ((4,), (8,), (2, 2), (4, 4))
+# (shape, DRAM words per cycle): tori also with beats of 8 words, which feed a unit of four
+# engines (both dimension orders at once, every link busy)
+MESHES = (((4,), 4), ((8,), 4), ((2, 2), 4), ((4, 4), 4), ((2, 2), 8), ((4, 4), 8))
 SCALE = ((2,), (4,), (8,), (16,))
+SCALE_WORDS = 4096  # words per PE of the scaling runs: long enough to time the simulation
 
 
 def kernel(shape, n, latency=8):
@@ -78,24 +81,25 @@ def other_kernel(kind, p, n, latency=8):
     return moved
 
 
-def run(shape, n, rng, kind="all_reduce"):
+def run(shape, n, rng, kind="all_reduce", words=4):
     p = math.prod(shape)
     k = kernel(shape, n) if kind == "all_reduce" else other_kernel(kind, p, n)
     a = rng.integers(-(2**31), 2**31, size=n * p, dtype=np.int64).astype(np.int32)
     t = time.perf_counter()
-    sim = k.verify(a)
+    sim = k.verify(a, dram=hw.DramConfig(words_per_cycle=words))
     wall = time.perf_counter() - t
     r = sim.design.report
     body = predict(sim.design.compiled, sim.design.dram).cycles
     unit = sim.cycles - body - 1
     bound = r["link_bound_cycles"]
-    phases = r["collective"]["phases"]
+    phases = [ph for c in r["collectives"] for ph in c["phases"]]
     return {
         "p": p,
         "kind": kind,
         "mesh": f"ring of {p}" if len(shape) == 1 else f"{'x'.join(map(str, shape))} torus",
         "n": n,
-        "phases": " + ".join(f"{ph['kind'].replace('_', '-')} {ph['axis']}" for ph in phases),
+        "phases": " + ".join(_phase_name(ph) for ph in phases),
+        "words": words,
         "dirs": max(ph.get("directions", 0) for ph in phases),
         "measured": sim.cycles,
         "predicted": sim.predicted_cycles,
@@ -109,16 +113,22 @@ def run(shape, n, rng, kind="all_reduce"):
     }
 
 
+def _phase_name(ph: dict) -> str:
+    """e.g. "reduce-scatter x", or "reduce-scatter x,y" for a phase along both axes at once."""
+    return f"{ph['kind'].replace('_', '-')} {','.join(ph.get('axes', [ph['axis']]))}"
+
+
 def table(rows, kinds=False) -> list:
     out = [
         ("| collective " if kinds else "")
-        + "| PEs | words per PE | phases | directions | measured | predicted | unit | link bound | efficiency |",
-        ("|---" if kinds else "") + "|---|---|---|---|---|---|---|---|---|",
+        + "| PEs | words per PE | DRAM beat | phases | directions | measured | predicted | unit | link bound "
+        "| efficiency |",
+        ("|---" if kinds else "") + "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         out.append(
             (f"| {r['kind'].replace('_', '-')} " if kinds else "")
-            + f"| {r['mesh']} | {r['n']} | {r['phases']} | {r['dirs']} | {r['measured']} | "
+            + f"| {r['mesh']} | {r['n']} | {r['words']} | {r['phases']} | {r['dirs']} | {r['measured']} | "
             f"{r['predicted']} | {r['unit']} | {r['bound']} | {r['efficiency']:.1%} |"
         )
     return out
@@ -139,9 +149,9 @@ def chart(rows, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    for mesh in dict.fromkeys(r["mesh"] for r in rows):
-        pts = [r for r in rows if r["mesh"] == mesh]
-        ax.plot([r["n"] for r in pts], [100 * r["efficiency"] for r in pts], "o-", label=mesh)
+    for mesh, words in dict.fromkeys((r["mesh"], r["words"]) for r in rows):
+        pts = [r for r in rows if (r["mesh"], r["words"]) == (mesh, words)]
+        ax.plot([r["n"] for r in pts], [100 * r["efficiency"] for r in pts], "o-", label=f"{mesh}, beats of {words}")
     ax.axhline(95, color="grey", linestyle=":", linewidth=1)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("words per PE")
@@ -161,9 +171,9 @@ def main(argv):
     rng = np.random.default_rng(0)
     sizes = SIZES[:2] if quick else SIZES
     rows = []
-    for shape in MESHES:
+    for shape, words in MESHES:
         for n in sizes if len(shape) == 1 or not quick else sizes[:1]:
-            rows.append(run(shape, n, rng))
+            rows.append(run(shape, n, rng, words=words))
             print(table(rows[-1:])[-1], flush=True)
     others = []
     for kind in OTHERS:
@@ -173,19 +183,21 @@ def main(argv):
                 print(table(others[-1:], True)[-1], flush=True)
     scaled = []
     for shape in scale:
-        scaled.append(run(shape, 1024, rng))
+        scaled.append(run(shape, SCALE_WORDS, rng))
         print(scale_table(scaled[-1:])[-1], flush=True)
     text = [
         "# Collectives on mesh hardware",
         "",
         "Written by `.venv/bin/python benchmarks/collectives.py` (see its docstring). A shard_map",
         "all-reduces each PE's block of int32 words over every mesh axis (`hw.psum`); links of 1 word per",
-        "cycle and 8 cycles' latency, DRAM of 4 words per cycle and 20 cycles' latency. *unit* is the",
-        "collective's cycles (measured minus the per-PE program's and the top's); the *link bound*: each PE",
-        "sends 2(p-1)/p x words over its outgoing links (2 on a ring, 4 on a torus), one word per cycle",
-        "each. On a torus the phases run one after another, each on one axis's 2 links, so the unit can",
-        "reach at most half of the 4-link bound. Every run is bit-exact against the golden model and",
-        "predicted = measured.",
+        "cycle and 8 cycles' latency, DRAM of 20 cycles' latency and beats of 4 or 8 words (each way).",
+        "*unit* is the collective's cycles (measured minus the per-PE program's and the top's); the *link",
+        "bound*: each PE sends 2(p-1)/p x words over its outgoing links (2 on a ring, 4 on a torus), one",
+        "word per cycle each. A torus all-reduce runs three phases (reduce-scatter, all-reduce, all-gather),",
+        "each staged through DRAM. With beats of 4 words they run along one axis at a time, on 2 of the 4",
+        "links, so the unit reaches at most half of the bound; with beats of 8 words each phase runs half",
+        "the vector along x and half along y at once (x,y), on all 4 links. Every run is bit-exact against",
+        "the golden model and predicted = measured.",
         "",
         *table(rows),
         "",
@@ -199,8 +211,8 @@ def main(argv):
         "",
         *table(others, True),
         "",
-        "Build and simulation speed (1024 words per PE, 2 cores shared with other jobs: the speeds vary",
-        "with the load; the runs are short, so start-up weighs on the smaller meshes' speed):",
+        f"Build and simulation speed of the ring all-reduce ({SCALE_WORDS} words per PE; the build is",
+        "Verilator's and the C++ compiler's, on 2 cores; simulated cycles/s is from start to done):",
         "",
         *scale_table(scaled),
         "",
