@@ -92,7 +92,7 @@ def run(shape, n, rng, kind="all_reduce", words=4):
     body = predict(sim.design.compiled, sim.design.dram).cycles
     unit = sim.cycles - body - 1
     bound = r["link_bound_cycles"]
-    phases = r["collective"]["phases"]
+    phases = [ph for c in r["collectives"] for ph in c["phases"]]
     return {
         "p": p,
         "kind": kind,

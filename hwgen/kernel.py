@@ -8,8 +8,9 @@
 
 A kernel may run on a mesh of processing elements (`mesh=`, an hw.Mesh, with `link=`, an
 hw.LinkConfig; see hwgen/mesh/). Its golden model works; build, elaborate, simulate, verify
-and synthesize work for the programs hwgen/mesh/hardware.py supports (one collective over a
-ring or torus) and raise UnsupportedError for the others.
+and synthesize work for the programs hwgen/mesh/hardware.py supports (collectives over a
+ring or torus, one after another, with patterns around them) and raise UnsupportedError for
+the others.
 """
 
 from __future__ import annotations

@@ -153,6 +153,16 @@ class Parallel:
 
 
 @dataclass(frozen=True)
+class Collective:
+    """A mesh PE's collective (hw/phases.py): its phases (collective.RingPlans or
+    copy.CopyPlans), run one after another, from DRAM array to DRAM array; a leaf of the
+    kernel's root sequence (mesh/hardware.py places it)."""
+
+    phases: tuple
+    name: str = ""
+
+
+@dataclass(frozen=True)
 class Loop:
     counters: tuple
     stages: tuple

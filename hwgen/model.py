@@ -16,6 +16,8 @@ a write beat every cycle) the model is exact:
                                                the tile memory)
     Store       beats + read latency of its memory + 4   (done once the channel
                                                takes the last beat from the arbiter)
+    Collective  the sum of its phases' cycles (phase_cycles: a mesh PE's ring collectives
+                and block copies, below), each one more client of both arbiters
     kernel      root + 1
 
 Controllers started together (a step's stages, a fork's children) each take their own
@@ -52,7 +54,7 @@ import math
 from dataclasses import dataclass
 
 from .dram import DramConfig
-from .loops import Load, Loop, Parallel, Pipe, Store, children, walk
+from .loops import Collective, Load, Loop, Parallel, Pipe, Store, children, walk
 from .timing import JOIN_EXTRA, LOAD_EXTRA, STORE_EXTRA, beats_of
 
 
@@ -90,11 +92,21 @@ class _Model:
         self.pipe_work: dict = {}  # pipe name -> issue cycles over the whole kernel
         self.lanes = 1
         everything = list(walk(compiled.program.root))
-        # arbiter client numbers: the PE numbers its loads and stores in this order (hw/pe.py)
+        # arbiter client numbers: the PE numbers its loads and stores in this order, then every
+        # collective phase, a read and a write client each (hw/pe.py)
         self.client = {
             c.name: k for kind in (Load, Store) for k, c in enumerate(x for x in everything if isinstance(x, kind))
         }
-        self.clients = (sum(isinstance(x, Load) for x in everything), sum(isinstance(x, Store) for x in everything))
+        loads, stores = (sum(isinstance(x, kind) for x in everything) for kind in (Load, Store))
+        self.phase_client: dict = {}  # collective name -> (its last phase's read client, write client)
+        self.first_phase: dict = {}  # collective name -> the number of its first phase (ring<k>)
+        phases = 0
+        for c in everything:
+            if isinstance(c, Collective):
+                self.first_phase[c.name] = phases
+                phases += len(c.phases)
+                self.phase_client[c.name] = (loads + phases - 1, stores + phases - 1)
+        self.clients = (loads + phases, stores + phases)
         self.memo: dict = {}  # (controller name, last grants) -> (cycles, last grants)
         self.first: dict = {}  # controller name -> cycles of its first run
         self.moves: dict = {}  # controller name -> (read beats, write beats) of one run
@@ -102,7 +114,14 @@ class _Model:
     # ---------------------------------------------------------------- the report tree
 
     def named(self, c, trips: int) -> tuple:
-        kind = {Pipe: self.pipe, Load: self.load, Store: self.store, Parallel: self.parallel, Loop: self.loop}
+        kind = {
+            Pipe: self.pipe,
+            Load: self.load,
+            Store: self.store,
+            Parallel: self.parallel,
+            Loop: self.loop,
+            Collective: self.collective,
+        }
         n, entry = kind[type(c)](c, trips)
         return n, {"unit": c.name, **entry}
 
@@ -127,6 +146,18 @@ class _Model:
     def store(self, c: Store, trips: int) -> tuple:
         n = self.leaf_cycles(c)
         return n, {"store": c.dram.name, "beats": beats_of(c.shape, self.words), "cycles": n}
+
+    def collective(self, c: Collective, trips: int) -> tuple:
+        phases = []
+        for k, ph in enumerate(c.phases, self.first_phase[c.name]):
+            words = ph.words if ph.kind == "copy" else ph.n
+            entry = {"unit": f"ring{k}", "collective": ph.kind, "axis": ph.axis, "p": ph.p, "words": words}
+            if ph.kind != "copy":
+                entry.update(op=ph.op, directions=ph.dirs, slice=ph.slice, rounds=ph.rounds)
+                entry.update({"axes": list(ph.axes)} if ph.axes else {})
+            phases.append({**entry, "cycles": phase_cycles(ph, self.dram)})
+        n = self.leaf_cycles(c)
+        return n, {"collective": phases, "cycles": n}
 
     def parallel(self, c: Parallel, trips: int) -> tuple:
         kids = [self.named(k, trips) for k in c.children]
@@ -153,6 +184,8 @@ class _Model:
             return c.iterations + self.compiled.pipe_plan(c).latency + 1
         if isinstance(c, Load):
             return beats_of(c.mem.shape, self.words) + self.dram.latency + LOAD_EXTRA
+        if isinstance(c, Collective):
+            return sum(phase_cycles(ph, self.dram) for ph in c.phases)
         return beats_of(c.shape, self.words) + self.read_latency(c) + STORE_EXTRA
 
     def read_latency(self, c: Store) -> int:
@@ -174,6 +207,8 @@ class _Model:
             return self.leaf_cycles(c), (self.client[c.name], last[1])
         if isinstance(c, Store):
             return self.leaf_cycles(c), (last[0], self.client[c.name])
+        if isinstance(c, Collective):  # its last phase is the last client granted both ways
+            return self.leaf_cycles(c), self.phase_client[c.name]
         if isinstance(c, Parallel):
             n, last = self.together(c.children, last)
             return n + JOIN_EXTRA, last
@@ -241,7 +276,7 @@ class _Model:
                 m = (beats_of(c.mem.shape, self.words), 0)
             elif isinstance(c, Store):
                 m = (0, beats_of(c.shape, self.words))
-            elif isinstance(c, Pipe):
+            elif isinstance(c, (Pipe, Collective)):  # a collective runs alone in the root's sequence
                 m = (0, 0)
             else:
                 kids = [self.channel_moves(k) for k in children(c)]
@@ -517,18 +552,13 @@ def phase_cycles(plan, dram: DramConfig) -> int:
     return copy_cycles(plan, dram) if plan.kind == "copy" else ring_collective_cycles(plan, dram)
 
 
-def predict_mesh(compiled, dram: DramConfig, rings, link_bound: int) -> Prediction:
-    """Cycles of a mesh kernel: every PE runs Seq[program, phase 0, phase 1, ...] (ring
-    collectives, hw/phases.py) on the same timeline (SPMD on a ring or torus: symmetric), and
-    the mesh top adds a cycle to combine the PEs' done. Roofline: the largest of the per-PE
-    compute and memory bounds and `link_bound` (mesh_link_bound)."""
+def predict_mesh(compiled, dram: DramConfig, link_bound: int) -> Prediction:
+    """Cycles of a mesh kernel: every PE runs its program, whose root sequence holds its
+    collectives (loops.Collective, each a sequence of phases: hw/phases.py), on the same
+    timeline (SPMD on a ring or torus: symmetric), and the mesh top adds a cycle to combine
+    the PEs' done. Roofline: the largest of the per-PE compute and memory bounds and
+    `link_bound` (mesh_link_bound)."""
     body = predict(compiled, dram)
-    phases = []
-    for k, ring in enumerate(rings):
-        phase = {"unit": f"ring{k}", "collective": ring.kind, "axis": ring.axis, "p": ring.p, "words": ring.n}
-        if ring.kind != "copy":
-            phase.update(op=ring.op, directions=ring.dirs, slice=ring.slice, rounds=ring.rounds)
-        phases.append({**phase, "cycles": phase_cycles(ring, dram)})
-    cycles = body.cycles + sum(ph["cycles"] for ph in phases) + 1
-    tree = {"unit": "seq", "stages": [body.tree, *phases], "cycles": cycles}
-    return Prediction(cycles, max(body.roofline, link_bound), body.compute_bound, body.memory_bound, body.lanes, tree)
+    return Prediction(
+        body.cycles + 1, max(body.roofline, link_bound), body.compute_bound, body.memory_bound, body.lanes, body.tree
+    )

@@ -213,12 +213,17 @@ def check_counts(name: str, result: dict, loc) -> None:
 def run_testbench(build_dir, work: Path, config: dict, plusargs: list, waves: bool, loc) -> dict:
     """One run of the testbench (sim/testbench.py) in `work` with `config`: its result."""
     (work / "config.json").write_text(json.dumps(config))
-    env = {"HWGEN_SIM_CONFIG": str(work / "config.json"), "HWGEN_SIM_RESULT": str(work / "result.json")}
+    result = work / "result.json"
+    result.unlink(missing_ok=True)  # an earlier run's must not pass for this one's
+    env = {"HWGEN_SIM_CONFIG": str(work / "config.json"), "HWGEN_SIM_RESULT": str(result)}
     try:
         runner.run(build_dir, work, plusargs, env, waves=waves)
     except runner.ToolError as e:
         raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
-    return json.loads((work / "result.json").read_text())
+    if not result.exists():
+        log = (work / "sim.log").read_text(errors="replace") if (work / "sim.log").exists() else ""
+        raise SimulationError("the testbench ended without a result (set HWGEN_VERBOSE=1 for the log)", loc, log)
+    return json.loads(result.read_text())
 
 
 def _check_run(design, values: dict, result: dict, runs: int, timeout: int, loc) -> None:

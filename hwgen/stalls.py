@@ -13,7 +13,7 @@ children is (a loop waiting on a stuck stage is not itself the culprit).
 from __future__ import annotations
 
 from . import ir
-from .loops import Load, Loop, Parallel, Pipe, Store
+from .loops import Collective, Load, Loop, Parallel, Pipe, Store
 
 
 def stalled(tree, timeline: dict) -> list:
@@ -52,6 +52,9 @@ def describe(ctrl) -> str:
         return f"{ctrl.name}, a {'metapipelined ' if ctrl.meta else ''}loop over {names}"
     if isinstance(ctrl, Parallel):
         return f"{ctrl.name}, parallel stages"
+    if isinstance(ctrl, Collective):
+        kinds = dict.fromkeys(f"{ph.kind.replace('_', '-')} along '{ph.axis}'" for ph in ctrl.phases)
+        return f"{ctrl.name}, a collective ({', '.join(kinds)})"
     return ctrl.name
 
 

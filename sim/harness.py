@@ -297,22 +297,26 @@ def mesh_tb_verilog(design) -> str:
 
 
 class MeshLayout(Layout):
-    """Every PE's DRAM layout (the same on every PE): the per-PE program's arrays (its inputs
-    and the body's result, `partial`), then each collective phase's result, the last one the
-    kernel's."""
+    """Every PE's DRAM layout (the same on every PE): the per-PE program's arrays (the kernel's
+    arguments; the operand each collective reads and the result it writes, `partial` and
+    `collective<k>`; the kernel's result), then each collective phase's result not among them.
+    Only the kernel's arguments are loaded; only its result is read back."""
 
     def __init__(self, design):
         self.design = design
         self.word_bits = design.component.word_bits
-        rings = design.plan.rings
+        mp = design.plan
         self.arrays = list(design.program.drams)
-        first = rings[0].src  # the program's result, the first phase's operand
-        names = [(d.name, d.size, d.dtype, d.role if d.name != first else "scratch") for d in self.arrays]
-        for r in rings:  # each phase's result (phases may share one): the last one's is the kernel's
-            role = "out" if r.dst == rings[-1].dst else "scratch"
+        args = set(mp.in_specs)
+        names = [
+            (d.name, d.size, d.dtype, "in" if d.name in args else "out" if d.name == mp.result else "scratch")
+            for d in self.arrays
+        ]
+        for r in mp.rings:  # each phase's result (phases may share one)
+            role = "out" if r.dst == mp.result else "scratch"
             same = [k for k, e in enumerate(names) if e[0] == r.dst]
             if same:
-                names[same[0]] = (r.dst, max(names[same[0]][1], r.dst_words), r.dtype, role)
+                names[same[0]] = (r.dst, max(names[same[0]][1], r.dst_words), r.dtype, names[same[0]][3])
             else:
                 names.append((r.dst, r.dst_words, r.dtype, role))
         self.entries = names

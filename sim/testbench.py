@@ -24,11 +24,12 @@ from cocotb.utils import get_sim_time
 PERIOD_NS = 10
 
 
-async def _record(signal, times, started):
-    """Append the cycle (from start) of every rising edge of `signal`: one callback an edge."""
+async def _record(signal, times, origin: dict):
+    """Append the cycle (from origin["started"], the run's first cycle) of every rising edge of
+    `signal`: one callback an edge."""
     while True:
         await RisingEdge(signal)
-        times.append(round((get_sim_time("ns") - started) / PERIOD_NS))
+        times.append(round((get_sim_time("ns") - origin["started"]) / PERIOD_NS))
 
 
 @cocotb.test()
@@ -53,21 +54,21 @@ async def run_kernel(dut):
             break
         earlier += 1
         await RisingEdge(dut.clk)
-    dut.start.value = 1
-    await RisingEdge(dut.clk)  # the test top registers it (sim/harness.py) ...
-    dut.start.value = 0
-    await RisingEdge(dut.clk)  # ... and the design sees it from here
-    started = get_sim_time("ns")
     out = {"earlier_runs": earlier}
-    timeline = {}
+    timeline, origin = {}, {"started": 0}
     scope = dut.dut  # the kernel; its controllers sit inside the PE instance named by "scope"
     for part in cfg.get("scope", []):
         scope = getattr(scope, part)
-    for unit in cfg.get("monitor", []):
+    for unit in cfg.get("monitor", []):  # watching from before the start: no first edge is missed
         inst = getattr(scope, unit)
         timeline[unit] = {"go": [], "done": []}
         for edge in ("go", "done"):
-            cocotb.start_soon(_record(getattr(inst, edge), timeline[unit][edge], started))
+            cocotb.start_soon(_record(getattr(inst, edge), timeline[unit][edge], origin))
+    dut.start.value = 1
+    await RisingEdge(dut.clk)  # the test top registers it (sim/harness.py) ...
+    dut.start.value = 0
+    started = origin["started"] = get_sim_time("ns") + PERIOD_NS  # ... and the design sees it from the next edge
+    await RisingEdge(dut.clk)
     timeout = Timer(cfg["timeout_cycles"] * PERIOD_NS, "ns")
     wall = time.perf_counter()
     fired = await First(RisingEdge(dut.done), timeout)

@@ -145,12 +145,14 @@ def test_unsupported_mesh_programs_still_raise_with_the_users_line():
 
     @hw.kernel(mesh=mesh)  # L:unsupported
     def k(a: hw.Array[int32, 64]):
-        return hw.shard_map(lambda b: hw.psum(b, "x") + b, mesh=mesh, in_specs=hw.P("x"), out_specs=hw.P("x"))(a)
+        return hw.shard_map(
+            lambda b: hw.psum(b, "x") * hw.axis_index("x"), mesh=mesh, in_specs=hw.P("x"), out_specs=hw.P("x")
+        )(a)
 
     for method in ("build", "elaborate"):
         with pytest.raises(hw.UnsupportedError) as e:
             getattr(k, method)()
-        assert "must return one collective of an array" in e.value.message
+        assert "the body may not use" in e.value.message and "hw.axis_index" in e.value.message
     with pytest.raises(hw.UnsupportedError):
         k.verify(np.zeros(64, np.int32))
     mesh2 = hw.Mesh((2, 2), ("x", "y"), topology="mesh")
@@ -207,8 +209,8 @@ def test_a_dram_that_stops_answering_names_the_stalled_collective_phase(monkeypa
     with pytest.raises(hw.SimulationError) as e:
         k.simulate(wide(64), wide(64))
     assert e.value.message.endswith(
-        "the mesh hangs; PE(s) 0, 1 of 2 not done; PE 0 is stalled in ring0, a ring all-reduce along 'x' "
-        "(collective phase 1 of 1)"
+        "the mesh hangs; PE(s) 0, 1 of 2 not done; PE 0 is stalled in coll0, a collective (all-reduce along 'x'); "
+        "ring0, a ring all-reduce along 'x' (collective phase 1 of 1)"
     )
 
 
@@ -311,7 +313,7 @@ def test_torus_all_reduce_runs_both_dimension_orders_at_once_with_wide_beats():
     ]
     one_order = k.elaborate(dram=DramConfig()).report  # beats of 4 words: one axis at a time
     assert all("axes" not in ph for ph in one_order["collective"]["phases"])
-    both = sum(ph["cycles"] for ph in sim.design.report["controllers"]["stages"][1:])
+    both = sum(ph["cycles"] for ph in sim.design.report["controllers"]["stages"][-1]["collective"])
     rings = sim.design.plan.rings
     names = ({"a"}, rings[-1].dst, rings[0].src)
     alone = _ring_phases(
@@ -475,3 +477,85 @@ def test_all_to_all_by_hand_on_a_ring_of_four():
     np.testing.assert_array_equal(sim.outputs.reshape(4, 4, 4), local.transpose(1, 0, 2))
     with pytest.raises(hw.UnsupportedError, match="moves blocks of 2 words, which must be a multiple of the DRAM beat"):
         a2a_kernel((4,), "x", 2).elaborate()
+
+
+def chain_kernel(body, p=4, n=64, latency=6, out=None, tile=None):
+    """A shard_map over a ring of p of two int32 arrays of n words per PE, split along x."""
+    mesh = hw.Mesh((p,), ("x",), topology="ring")
+
+    @hw.kernel(mesh=mesh, link=hw.LinkConfig(latency=latency), tile=tile or {"i": 16})
+    def k(a: hw.Array[int32, n * p], b: hw.Array[int32, n * p]):
+        return hw.shard_map(
+            body, mesh=mesh, in_specs=(hw.P("x"), hw.P("x")), out_specs=hw.P("x") if out is None else out
+        )(a, b)
+
+    return k
+
+
+def test_work_after_a_collective_reads_its_result_in_the_same_program():
+    """Each PE subtracts its own products from the all-reduced sum of a: the program stores
+    a's block, the all-reduce runs, then a second part of the program reads its result."""
+    n, p = 64, 4
+
+    def body(al, bl):
+        s = hw.psum(hw.map(n, lambda i: al[i]), "x")
+        return hw.map(n, lambda j: s[j] - al[j] * bl[j])
+
+    a, b = wide(n * p), wide(n * p)
+    with np.errstate(over="ignore"):
+        total = a.reshape(p, n).sum(0, dtype=np.int32)
+        want = (total[None, :] - a.reshape(p, n) * b.reshape(p, n)).reshape(-1)
+    sim = chain_kernel(body, tile={"i": 16, "j": 16}).verify(a, b)
+    check(sim, want)
+    units = [s["unit"] for s in sim.design.report["controllers"]["stages"]]
+    assert 0 < units.index("coll0") < len(units) - 1  # the program's parts before and after it
+    assert sim.design.report["collectives"][0]["kind"] == "all_reduce"
+
+
+def test_collectives_one_after_another_reduce_scatter_then_all_gather_is_an_all_reduce():
+    n, p = 64, 4
+
+    def body(al, bl):
+        t = hw.psum_scatter(hw.map(n, lambda i: al[i] + bl[i]), "x", tiled=True)
+        return hw.all_gather(hw.map(n // p, lambda j: t[j] * 3), "x", tiled=True)
+
+    a, b = wide(n * p), wide(n * p)
+    with np.errstate(over="ignore"):
+        once = ((a + b).reshape(p, n).sum(0, dtype=np.int32) * 3).astype(np.int32)
+    sim = chain_kernel(body, out=hw.P()).verify(a, b)
+    check(sim, once)
+    kinds = [c["kind"] for c in sim.design.report["collectives"]]
+    assert kinds == ["reduce_scatter", "all_gather"] and "collective" not in sim.design.report
+
+
+def test_a_permuted_block_used_twice_around_an_all_reduce_and_under_dram_jitter():
+    """ppermute, then a psum of products with the received block, then the received block
+    added: three program parts and two collectives; jitter changes cycles, never results."""
+    n, p = 64, 4
+    shift = [(j, (j + 1) % p) for j in range(p)]
+
+    def body(al, bl):
+        r = hw.ppermute(hw.map(n, lambda i: al[i]), "x", shift)
+        s = hw.psum(hw.map(n, lambda j: r[j] * bl[j]), "x")
+        return hw.map(n, lambda k: s[k] + r[k])
+
+    a, b = wide(n * p), wide(n * p)
+    blocks_a, blocks_b = a.reshape(p, n), b.reshape(p, n)
+    received = np.roll(blocks_a, 1, axis=0)  # PE j gets PE j - 1's block
+    with np.errstate(over="ignore"):
+        total = (received * blocks_b).sum(0, dtype=np.int32)
+        want = (total[None, :] + received).astype(np.int32).reshape(-1)
+    k = chain_kernel(body, tile={"i": 16, "j": 16, "k": 16})
+    check(k.verify(a, b), want)
+    jittery = k.verify(a, b, dram=DramConfig(jitter=7), seed=2)
+    np.testing.assert_array_equal(jittery.outputs, want)
+
+
+def test_collectives_of_different_widths_in_one_body_are_refused():
+    def body(al, bl):
+        s = hw.psum(hw.map(64, lambda i: al[i]), "x")
+        return hw.psum(hw.map(64, lambda j: (s[j] + bl[j]).astype(int16)), "x")
+
+    with pytest.raises(hw.UnsupportedError) as e:
+        chain_kernel(body).elaborate()
+    assert "the collectives of one body must move elements of one width" in e.value.message

@@ -15,15 +15,14 @@ Members:
     range_<m>: Out(1)       a multifold's subscript from data left its accumulator m (valid while done)
     mem: Out(dram_port)     the DRAM channel: three typed streams (memchannel.dram_port)
 
-With collective phases (`rings=`, collective.RingPlans; mesh kernels, mesh/hardware.py) the
-root is Seq[program, phase 0, phase 1, ...]: RingCollective units (hw/phases.py, each one more
-read and write client of the arbiter) run one after another once the program's root is done,
-and the PE is done when the last is. Members then also those of phases.members: pe_<axis>: In
-(the PE's coordinates), base_<phase result>: In(addr), and the link pairs of each axis
-(hw/link.py's wire side: the PE holds the LinkTx and LinkRx of each).
+A mesh kernel's program has collectives (loops.Collective, mesh/hardware.py) in its root
+sequence: each a hw/phases.py Stage whose phases (RingCollective and BlockCopy units, each one
+more read and write client of the arbiter) run one after another. Members then also those of
+phases.members: pe_<axis>: In (the PE's coordinates), base_<phase result>: In(addr), and the
+link pairs of each axis (hw/link.py's wire side: the PE holds the LinkTx and LinkRx of each).
 
 Timing: the root controller starts the cycle after `start`; `done` rises the cycle after the
-root reports done; `cycles` = root cycles + 1 (with a ring: + the unit's cycles).
+root reports done; `cycles` = root cycles + 1.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..dram import DramConfig, word_bits
-from ..loops import Load, Loop, Parallel, Pipe, Store, checked_mems, walk
+from ..loops import Collective, Load, Loop, Parallel, Pipe, Store, checked_mems, walk
 from ..passes.names import kind_of
 from . import memchannel, phases
 from .control import MetaLoop, SeqLoop
@@ -57,9 +56,11 @@ class PE(wiring.Component):
     """Hardware for a compiled kernel (passes.Compiled) under a DramConfig (see the module doc
     for the ports)."""
 
-    def __init__(self, compiled, dram: DramConfig, rings=()):
+    def __init__(self, compiled, dram: DramConfig):
         prog = compiled.program
-        self.rings = tuple(rings)  # collective.RingPlans: the phases run after the program
+        self.rings: list = []  # every collective's phases (RingPlans, CopyPlans), in tree order
+        self.colls: list = []  # their units
+        self.stages: list = []  # per collective: (its phases.Stage, its phases, their units)
         self.compiled = compiled
         self.prog = prog
         self.dram = dram
@@ -87,7 +88,6 @@ class PE(wiring.Component):
             members[f"range_{mem.name}"] = Out(1)
         readers = len(self.loads) + len(self.rings)
         self.tag_bits = memchannel.tag_bits_for(max(1, readers))
-        self.colls = phases.units(self.rings, dram, self.word_bits)
         self.unit_names += [f"ring{k}" for k in range(len(self.rings))]
         if self.rings:
             members.update(phases.members(self.rings, addr))
@@ -139,6 +139,13 @@ class PE(wiring.Component):
             )
             self.stores.append(unit)
             return self._node(ctrl, unit)
+        if isinstance(ctrl, Collective):
+            colls = phases.units(ctrl.phases, cfg, self.word_bits)
+            node = self._node(ctrl, phases.Stage())
+            self.stages.append((node.unit, ctrl.phases, colls))
+            self.rings += ctrl.phases
+            self.colls += colls
+            return node
         raise TypeError(f"no hardware for {type(ctrl).__name__}")
 
     def _group_writers(self) -> dict:
@@ -156,6 +163,8 @@ class PE(wiring.Component):
         args, bases = self._control(m)
         ports = {name: {"r": [], "w": []} for name in self.plans}  # mem -> ports (iface, lanes, reach, buf)
         self._add(m, self.tree, {}, {}, ports, args, bases)
+        if self.stages:
+            phases.elaborate(m, self, self.stages, bases)
         for s in self.prog.scalar_outs:
             ports[s.mem.name]["r"].append((("result", s.name), 1, None, None))
         self._group_memories(m, ports)
@@ -189,10 +198,7 @@ class PE(wiring.Component):
             m.d.sync += root_go.eq(0)
         with m.If(self.busy):
             m.d.sync += self.cycles.eq(self.cycles + 1)
-        last = self.tree.unit.done
-        if self.rings:  # Seq[program, phases]: the collectives start when the program is done
-            last = phases.elaborate(m, self, self.rings, self.colls, last, bases)
-        with m.If(last):
+        with m.If(self.tree.unit.done):
             m.d.sync += [self.busy.eq(0), self.done.eq(1)]
         m.d.comb += self.tree.unit.go.eq(root_go)
         return args, bases

@@ -1,9 +1,12 @@
-"""The collective phases of a mesh PE: RingCollective units (collective.py), and BlockCopy
-units (copy.py) for the block an all-to-all or a permutation keeps, run one after another once
-the PE's program is done, e.g. a psum over two axes of a torus as a
-reduce-scatter along the first, an all-reduce along the second and an all-gather along the
-first (mesh/hardware.py plans them). Each unit is a read and a write client of the PE's DRAM
-arbiter; phase k reads the array phase k - 1 wrote.
+"""The collectives of a mesh PE. Each collective (loops.Collective, a leaf of the program's
+root sequence: a `Stage` in the controller tree) runs its phases one after another:
+RingCollective units (collective.py), and BlockCopy units (copy.py) for the block an
+all-to-all or a permutation keeps, e.g. a psum over two axes of a torus as a reduce-scatter
+along the first, an all-reduce along the second and an all-gather along the first
+(mesh/hardware.py plans them). Each phase unit (`ring<k>`, numbered over all collectives) is
+a read and a write client of the PE's DRAM arbiter; phase k reads the array phase k - 1
+wrote, the first the array the program stored, and the last writes the collective's result,
+which the program may read after it.
 
 Every phase runs along one mesh axis a (a unit of several groups: each group along its own),
 on the PE's links of that axis: one pair per direction, `<a>_next_tx` / `<a>_prev_rx` (to
@@ -20,7 +23,7 @@ PE's coordinate along the phase's axis.
 
 from __future__ import annotations
 
-from amaranth.hdl import Const, Mux, Signal
+from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -42,6 +45,7 @@ def axes_links(rings) -> dict:
 
 
 def members(rings, addr_bits: int) -> dict:
+    """The PE's members for collective phases `rings` (see the module doc)."""
     out = {}
     for r in rings:
         for a in getattr(r, "axes", ()) or (r.axis,):
@@ -65,31 +69,53 @@ def units(rings, dram, word_bits: int) -> list:
     ]
 
 
-def elaborate(m, pe, rings, colls, go, bases: dict):
-    """Wire the phases into PE `pe` (its members as above): phase 0 starts on `go`, phase k + 1
-    when phase k is done; `bases` maps the program's arrays to their base registers. Returns
-    the last phase's done."""
+class Stage(wiring.Component):
+    """A collective (loops.Collective) in the PE's controller tree: its go and done. Its
+    phases are wired in the PE (`elaborate`), which shares their links and DRAM clients with
+    the other collectives': `run` starts the first phase, `finished` is the last one's done."""
+
+    def __init__(self):
+        super().__init__({"go": In(1), "done": Out(1), "run": Out(1), "finished": In(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += [self.run.eq(self.go), self.done.eq(self.finished)]
+        return m
+
+
+def elaborate(m, pe, stages: list, bases: dict) -> None:
+    """Wire the collectives' phases into PE `pe` (its members as above). `stages`: per
+    collective, (its Stage, its phases' plans, their units); phase 0 starts on the Stage's
+    run, phase k + 1 when phase k is done, the Stage is finished with the last. `bases` maps
+    the program's arrays to their base registers."""
+    rings = [r for _, rs, _ in stages for r in rs]
+    colls = [c for _, _, cs in stages for c in cs]
     dst = {}
     for r in rings:
-        if r.dst in dst:  # phases writing one array (a permutation's, an all-to-all's)
+        if r.dst in dst or r.dst in bases:  # phases writing one array; an array the program reads
             continue
         dst[r.dst] = Signal(pe.dram.addr_bits, name=f"base_{r.dst}_q")
         with m.If(pe.start & ~pe.busy):
             m.d.sync += dst[r.dst].eq(getattr(pe, f"base_{r.dst}"))
-    for k, (r, coll) in enumerate(zip(rings, colls)):
-        m.submodules[f"ring{k}"] = coll
-        x = getattr(pe, f"pe_{r.axis}")
-        block = r.words if isinstance(r, CopyPlan) else r.n // r.p
-        src_base = bases[r.src] if r.src in bases else dst[r.src]
-        m.d.comb += [
-            coll.go.eq(go),
-            coll.src_base.eq(src_base + _offset(x, r.src_shift, r.p, block)),
-            coll.dst_base.eq(dst[r.dst] + _offset(x, r.dst_shift, r.p, block)),
-        ]
-        m.d.comb += coll.pe_x.eq(x)
-        for g, a in enumerate(getattr(r, "axes", ())[1:], 1):
-            m.d.comb += getattr(coll, f"pe_x{g}").eq(getattr(pe, f"pe_{a}"))
-        go = coll.done
+    dst.update(bases)
+    k = 0
+    for stage, rs, cs in stages:
+        go = stage.run
+        for r, coll in zip(rs, cs):
+            m.submodules[f"ring{k}"] = coll
+            k += 1
+            x = getattr(pe, f"pe_{r.axis}")
+            block = r.words if isinstance(r, CopyPlan) else r.n // r.p
+            m.d.comb += [
+                coll.go.eq(go),
+                coll.src_base.eq(dst[r.src] + _offset(x, r.src_shift, r.p, block)),
+                coll.dst_base.eq(dst[r.dst] + _offset(x, r.dst_shift, r.p, block)),
+            ]
+            m.d.comb += coll.pe_x.eq(x)
+            for g, a in enumerate(getattr(r, "axes", ())[1:], 1):
+                m.d.comb += getattr(coll, f"pe_x{g}").eq(getattr(pe, f"pe_{a}"))
+            go = coll.done
+        m.d.comb += stage.finished.eq(go)
     bits = rings[0].dtype.bits
     for links in axes_links(rings).values():
         on = [(r, c) for r, c in zip(rings, colls) if not isinstance(r, CopyPlan)]
@@ -104,7 +130,6 @@ def elaborate(m, pe, rings, colls, go, bases: dict):
             _share(m, txs, tx.i, [getattr(c, f"rx{h}") for c, h in users], rx.o)
             wiring.connect(m, tx.link, wiring.flipped(getattr(pe, txname)))
             wiring.connect(m, wiring.flipped(getattr(pe, rxname)), rx.link)
-    return go
 
 
 def _offset(x, shift, p: int, block: int):

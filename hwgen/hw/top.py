@@ -21,10 +21,9 @@ the same addresses of its own DRAM); `done` is high when every PE is done, `busy
 PE is busy, `cycles` counts from `start` until every PE is done; PE k's channel is
 `mem_<k>`, its results `res_<r>_<k>`, `overflow_<g>_<k>` and `range_<m>_<k>`.
 
-`Top(compiled, dram, rings=plans)` wraps one PE with collective phases (pe.py) and also has
-its members of phases.members (coordinates, phase results' bases, links): the module a mesh
-top (mesh_top.py)
-instantiates once per PE.
+A mesh kernel's top wraps one PE whose program has collectives (pe.py) and also has its
+members of phases.members (coordinates, phase results' bases, links): the module a mesh top
+(mesh_top.py) instantiates once per PE.
 
 Timing: the PEs' own (pe.py); with several PEs, `done` and `cycles` are combined one cycle
 later than the last PE's.
@@ -46,14 +45,15 @@ from .pe import PE
 class Top(wiring.Component):
     """`pes` PEs of a compiled kernel (passes.Compiled) on `dram` channels; see the module doc."""
 
-    def __init__(self, compiled, dram: DramConfig, pes: int = 1, rings=()):
+    def __init__(self, compiled, dram: DramConfig, pes: int = 1):
         if pes < 1:
             raise ValueError("a top holds at least one PE")
-        if rings and pes != 1:
-            raise ValueError("a PE with collectives is wrapped one to a top (hw/mesh_top.py)")
-        self.compiled, self.dram, self.rings = compiled, dram, tuple(rings)
-        self.pes = [PE(compiled, dram, rings) for _ in range(pes)]
+        self.compiled, self.dram = compiled, dram
+        self.pes = [PE(compiled, dram) for _ in range(pes)]
         first = self.pes[0]
+        self.rings = tuple(first.rings)
+        if self.rings and pes != 1:
+            raise ValueError("a PE with collectives is wrapped one to a top (hw/mesh_top.py)")
         self.plans, self.word_bits, self.unit_names = first.plans, first.word_bits, first.unit_names
         self.tag_bits = first.tag_bits
         prog = compiled.program
@@ -72,7 +72,8 @@ class Top(wiring.Component):
             for mem in checked_mems(prog):
                 members[f"range_{mem.name}{suffix}"] = Out(1)
             members[f"mem{suffix}"] = Out(channel)
-        self.extra = list(phases.members(self.rings, dram.addr_bits)) if self.rings else []
+        extra = phases.members(self.rings, dram.addr_bits) if self.rings else {}
+        self.extra = [name for name in extra if name not in members]  # not the program's arrays
         for name in self.extra:
             members[name] = first.signature.members[name]
         super().__init__(members)

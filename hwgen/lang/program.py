@@ -20,10 +20,12 @@ from .signature import ArrayType, Port, parse_params, parse_results, raw_dtype, 
 @dataclass(frozen=True)
 class Result:
     """A kernel result: its Port (name, dtype, shape) and the IR node computing it
-    (a Map for an array, a scalar Expr otherwise)."""
+    (a Map for an array, a scalar Expr otherwise). `then`: loop-IR controllers (a mesh PE's
+    loops.Collective) that run once the result is stored, before the next result's."""
 
     port: Port
     node: ir.Node
+    then: tuple = ()
 
 
 @dataclass(frozen=True)

@@ -7,16 +7,19 @@ the forms):
     def k(a: hw.Array[int32, ...], ...) -> ...:
         def body(al, ...):
             v = <patterns over the local blocks>        # a 1-D array of integers
-            return hw.psum(v, axes)                      # pmax, pmin, psum_scatter, all_gather,
+            s = hw.psum(v, axes)                         # pmax, pmin, psum_scatter, all_gather,
                                                          # ppermute or all_to_all
+            return <patterns over the blocks and s>      # or s itself; more collectives may follow
         return hw.shard_map(body, mesh=mesh, in_specs=..., out_specs=...)(a, ...)
 
-Each PE runs the body as an ordinary kernel program over the local blocks, whose result v
-is stored to a DRAM array `partial`; then the collective runs as phases (hw/phases.py), each
-a RingCollective unit (hw/collective.py) along one axis, or a BlockCopy (hw/copy.py) of the
-block a permutation or all-to-all keeps on the PE, into the kernel's result array
-(`phase_list`, `_moves`; ring_plan picks each ring phase's directions and slice by the
-fastest predicted cycles). Every PE has the same DRAM layout.
+Each PE runs the body as an ordinary kernel program over the local blocks, cut at its
+collectives: the part before collective k stores its operand to a DRAM array (`partial`);
+the collective (a loops.Collective in the program's root sequence) runs as phases
+(hw/phases.py), each a RingCollective unit (hw/collective.py) along one axis, or a BlockCopy
+(hw/copy.py) of the block a permutation or all-to-all keeps on the PE, into the kernel's
+result array or an array (`collective<k>`) the later parts read (`phase_list`, `_moves`;
+ring_plan picks each ring phase's directions and slice by the fastest predicted cycles).
+Every PE has the same DRAM layout.
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ from ..errors import UnsupportedError
 from ..hw.collective import RingPlan
 from ..lang.program import Program, Result
 from ..lang.signature import Port, raw_dtype
+from ..loops import Collective
 from ..timing import link_depth
 from .mesh import LinkConfig
+from .spmd import collectives_in_order
 
 # the body's collective -> (the ring unit's kind, its operation)
 OPS = {
@@ -46,34 +51,55 @@ MIN_SLICE = 32  # the receive FIFO holds a slice of at least this many words bey
 
 
 @dataclass(frozen=True)
+class CollectivePlan:
+    """One collective of the body: its `kind` (all_reduce, reduce_scatter, all_gather,
+    permute, all_to_all), `axes`, the whole (reduced or gathered) vector's `words`, a
+    permute's or all-to-all's (source, destination) block `pairs`, its `phases`
+    (collective.RingPlans, copy.CopyPlans: hw/phases.py) and its `loc`."""
+
+    kind: str
+    axes: tuple
+    words: int
+    phases: tuple
+    pairs: tuple = ()
+    loc: object = None
+
+    @property
+    def op(self) -> str:
+        return getattr(self.phases[0], "op", "add")
+
+
+@dataclass(frozen=True)
 class MeshPlan:
-    """A supported mesh kernel: the per-PE `program`, its collective as `rings` (the phases,
-    collective.RingPlans, run in order: hw/phases.py), the kernel's `mesh`, each parameter's
-    in_spec (name -> hw.P), the result's `out_spec` and the collective's `axes`."""
+    """A supported mesh kernel: the per-PE `program` (its root sequence holds each collective,
+    a loops.Collective after the result it reduces or moves is stored), its `collectives`
+    (CollectivePlans, in the order they run), the kernel's `mesh`, each parameter's in_spec
+    (name -> hw.P), the result's `out_spec`, the DRAM array that holds the kernel's result on
+    each PE (`result`) and whether the body returns a collective's result directly (`direct`)."""
 
     program: Program
-    rings: tuple
+    collectives: tuple
     mesh: object
     in_specs: dict
     out_spec: object
-    axes: tuple
-    kind: str  # the whole collective's: all_reduce, reduce_scatter, all_gather, permute, all_to_all
-    words: int  # the whole (reduced or gathered) vector's words
-    pairs: tuple = ()  # a permute's or all-to-all's (source, destination) block pairs
+    result: str
+    direct: bool
 
     @property
     def p(self) -> int:
         return self.mesh.size
 
     @property
-    def last(self) -> RingPlan:
-        """The last phase: it writes the kernel's result."""
-        return self.rings[-1]
+    def rings(self) -> tuple:
+        """Every collective's phases, in the order they run (the PE's ring<k> units)."""
+        return tuple(ph for c in self.collectives for ph in c.phases)
 
     @property
-    def replicated(self) -> bool:
-        """Whether every PE of a group ends with the same result (not a reduce-scatter)."""
-        return self.kind in ("all_reduce", "all_gather")
+    def replicated_axes(self) -> tuple:
+        """The axes over which every PE ends with the same result: those of a returned
+        all-reduce or all-gather (else none)."""
+        last = self.collectives[-1]
+        return last.axes if self.direct and last.kind in ("all_reduce", "all_gather") else ()
 
 
 def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per unsupported form)
@@ -86,9 +112,10 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
     def refuse(why: str, where=None):
         raise UnsupportedError(
             f"cannot {what} kernel '{kernel.name}' on mesh {mesh.describe()}: {why}. Mesh hardware "
-            f"supports one hw.shard_map over a ring or torus whose body returns hw.psum / hw.pmax / hw.pmin / "
-            f"hw.psum_scatter / hw.all_gather / hw.ppermute / hw.all_to_all of a 1-D integer array (see "
-            f"docs/mesh.md); the golden model {kernel.name}(*arrays) works",
+            f"supports one hw.shard_map over a ring or torus whose body computes an integer array from its "
+            f"blocks with hw.psum / hw.pmax / hw.pmin / hw.psum_scatter / hw.all_gather / hw.ppermute / "
+            f"hw.all_to_all of 1-D integer arrays along the way (see docs/mesh.md); the golden model "
+            f"{kernel.name}(*arrays) works",
             where or loc,
         )
 
@@ -109,9 +136,85 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
     sm = node.shard_map
     if len(sm.body) != 1:
         refuse("the shard_map body must return one array", sm.loc)
-    coll = sm.body[0]
-    if not isinstance(coll, ir.Collective) or coll.kind not in OPS:
-        refuse("the shard_map body must return one collective of an array", sm.loc)
+    out = sm.body[0]
+    if not isinstance(out, ir.ArrayNode) or out.dtype.is_bool:
+        refuse("the shard_map body must return an array of integers", sm.loc)
+    if res.port.dtype != raw_dtype(res.port.dtype) or res.port.dtype != out.dtype:
+        refuse("fixed-point results are not built yet", sm.loc)
+    if any(e is not None for e in sm.out_specs[0].entries[1:]):
+        refuse("out_specs may split dimension 0 only", sm.loc)
+    # the arguments: the kernel's arrays, each passed once, split on dimension 0 or replicated
+    params = {pp.name: pp for pp in prog.params}
+    if any(not pp.is_array for pp in prog.params):
+        refuse("scalar kernel parameters are not built yet")
+    if sorted(a.name for a in sm.args if isinstance(a, ir.Input)) != sorted(params) or len(sm.args) != len(params):
+        refuse("every kernel argument must be passed to the shard_map once, as it is", sm.loc)
+    rename, in_specs, local_params = {}, {}, []
+    for a, spec, inp in zip(sm.args, sm.in_specs, sm.params):
+        port = params[a.name]
+        if port.dtype != raw_dtype(port.dtype):
+            refuse("fixed-point arguments are not built yet", sm.loc)
+        if any(e is not None for e in spec.entries[1:]):
+            refuse("in_specs may split dimension 0 only", sm.loc)
+        rename[inp] = ir.Input(a.name, inp.dtype, inp.shape)
+        in_specs[a.name] = spec
+        local_params.append(Port(a.name, port.dtype, inp.shape))
+    local_params.sort(key=lambda q: [pp.name for pp in prog.params].index(q.name))
+    for sub in ir.walk(out):
+        if isinstance(sub, (ir.ShardMap, ir.ShardOut)):
+            refuse("the body may not use another shard_map", sm.loc)
+        if isinstance(sub, ir.Param):
+            refuse(f"the body may not use {sub.name} (hw.axis_index or scalars) yet", sm.loc)
+        if isinstance(sub, ir.Input) and sub not in rename:
+            refuse("the body may read only its local blocks", sm.loc)
+        if (isinstance(sub, ir.MultiFold) and sub.checked) or (isinstance(sub, ir.Collect) and sub.kind == "group"):
+            refuse(
+                "run-time checks (a group-by's max_keys, a multifold subscript from data) are not built on meshes",
+                sub.loc,
+            )
+    colls = collectives_in_order([out])
+    if not colls:
+        refuse("the body must use a collective (a program without one needs no mesh)", sm.loc)
+    taken = set(params) | {res.port.name}
+    plans, results, extents = [], [], dict(prog.extents)
+
+    def local(value, where):
+        """`value` over the kernel's arrays and the collectives' results so far, as a per-PE
+        program result (a bare array is copied by a Map)."""
+        node = ir.transform(value, lambda x: rename.get(x))
+        if isinstance(node, ir.Input):
+            dim = ir.Dim(f"%mesh_i{len(results)}", node.shape[0])
+            extents[dim.name] = dim.extent
+            node = ir.Map((dim,), ir.Read(node, (ir.Index(dim.name),)), loc=where)
+        return node
+
+    for k, coll in enumerate(colls):
+        partial = _fresh("partial" if len(colls) == 1 else f"partial{k}", taken)
+        dst = res.port.name if coll is out else _fresh(f"collective{k}", taken | {partial})
+        taken |= {partial, dst}
+        cp = _collective(coll, mesh, link, dram, (partial, dst, taken), refuse, what, kernel.name)
+        plans.append(cp)
+        operand = Port(partial, coll.operand.dtype, coll.operand.shape)
+        results.append(Result(operand, local(coll.operand, coll.loc), then=(Collective(cp.phases),)))
+        # the collective, as the body's later values see it once rewritten, is its result array
+        rename[ir.transform(coll, lambda x: rename.get(x))] = ir.Input(dst, coll.dtype, coll.shape)
+        if coll is not out:
+            local_params.append(Port(dst, coll.dtype, coll.shape))
+    if len({c.dtype.bits for c in colls}) > 1:
+        refuse("the collectives of one body must move elements of one width (the links carry one)", sm.loc)
+    direct = out is colls[-1]
+    if not direct:  # work after the last collective, into the kernel's result
+        results.append(Result(Port(res.port.name, out.dtype, out.shape), local(out, sm.loc)))
+    program = Program(prog.name, tuple(local_params), tuple(results), extents, prog.loc)
+    return MeshPlan(program, tuple(plans), mesh, in_specs, sm.out_specs[0], res.port.name, direct)
+
+
+def _collective(coll, mesh, link, dram, arrays: tuple, refuse, what: str, name: str):  # noqa: C901
+    """The CollectivePlan of body collective `coll`; `arrays`: the DRAM arrays of its operand
+    and its result, and the names taken (its phases' arrays between them are named apart)."""
+    src, dst, taken = arrays
+    if coll.kind not in OPS:
+        refuse(f"hw.{coll.kind} is not built on meshes yet", coll.loc)
     axes = tuple(coll.axes)
     if any(mesh.shape[a] < 2 for a in axes):
         refuse("every axis the collective runs over needs at least 2 PEs", coll.loc)
@@ -133,66 +236,27 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
     dtype = v.dtype
     if dtype.is_bool:
         refuse(f"the reduced value must be integers, not {dtype.name}", coll.loc)
-    if res.port.dtype != raw_dtype(res.port.dtype) or res.port.dtype != dtype:
-        refuse("fixed-point results are not built yet", coll.loc)
+    if dtype != raw_dtype(dtype):
+        refuse("fixed-point collectives are not built yet", coll.loc)
     if n % p:
         refuse(f"the ring size {p} must divide the reduced length {n}", coll.loc)
     m = v.shape[0]  # the operand's words
-    if any(e is not None for e in sm.out_specs[0].entries[1:]):
-        refuse("out_specs may split dimension 0 only", sm.loc)
-    # the arguments: the kernel's arrays, each passed once, split on dimension 0 or replicated
-    params = {pp.name: pp for pp in prog.params}
-    if any(not pp.is_array for pp in prog.params):
-        refuse("scalar kernel parameters are not built yet")
-    if sorted(a.name for a in sm.args if isinstance(a, ir.Input)) != sorted(params) or len(sm.args) != len(params):
-        refuse("every kernel argument must be passed to the shard_map once, as it is", sm.loc)
-    rename, in_specs, local_params = {}, {}, []
-    for a, spec, inp in zip(sm.args, sm.in_specs, sm.params):
-        port = params[a.name]
-        if port.dtype != raw_dtype(port.dtype):
-            refuse("fixed-point arguments are not built yet", sm.loc)
-        if any(e is not None for e in spec.entries[1:]):
-            refuse("in_specs may split dimension 0 only", sm.loc)
-        rename[inp] = ir.Input(a.name, inp.dtype, inp.shape)
-        in_specs[a.name] = spec
-        local_params.append(Port(a.name, port.dtype, inp.shape))
-    local_params.sort(key=lambda q: [pp.name for pp in prog.params].index(q.name))
-    for sub in ir.walk(v):
-        if isinstance(sub, (ir.Collective, ir.ShardMap, ir.ShardOut)):
-            refuse("the reduced value may not use another collective or shard_map", coll.loc)
-        if isinstance(sub, ir.Param):
-            refuse(f"the body may not use {sub.name} (hw.axis_index or scalars) yet", coll.loc)
-        if isinstance(sub, ir.Input) and sub not in rename:
-            refuse("the body may read only its local blocks", coll.loc)
-        if (isinstance(sub, ir.MultiFold) and sub.checked) or (isinstance(sub, ir.Collect) and sub.kind == "group"):
-            refuse(
-                "run-time checks (a group-by's max_keys, a multifold subscript from data) are not built on meshes",
-                sub.loc,
-            )
-    body = ir.transform(v, lambda x: rename.get(x))
-    extents = dict(prog.extents)
-    if isinstance(body, ir.Input):
-        dim = ir.Dim("%mesh_i", m)
-        extents[dim.name] = m
-        body = ir.Map((dim,), ir.Read(body, (ir.Index(dim.name),)), loc=coll.loc)
-    partial = _fresh("partial", set(params) | {res.port.name})
-    local = Program(prog.name, tuple(local_params), (Result(Port(partial, dtype, (m,)), body),), extents, prog.loc)
     if kind in ("permute", "all_to_all"):
-        rings = _moves(kind, n, p, perm, link.latency, dtype, partial, res.port.name, dram, axes[0])
+        rings = _moves(kind, n, p, perm, link.latency, dtype, src, dst, dram, axes[0])
         if rings is None:
             raise UnsupportedError(
-                f"cannot {what} kernel '{kernel.name}': the {coll.kind} along '{axes[0]}' moves blocks of "
+                f"cannot {what} kernel '{name}': the {coll.kind} along '{axes[0]}' moves blocks of "
                 f"{n // p} words, which must be a multiple of the DRAM beat ({dram.words_per_cycle} words)",
                 coll.loc,
             )
-        return MeshPlan(local, tuple(rings), mesh, in_specs, sm.out_specs[0], axes, kind, n, perm)
-    names = (set(params), res.port.name, partial)
+        return CollectivePlan(kind, axes, n, tuple(rings), tuple(perm), coll.loc)
+    names = (taken, dst, src)
     rings = _ring_phases(kind, op, [axes], m, mesh, link, dtype, names, dram)
     if isinstance(rings, tuple):
         step, a, whole, q = rings
         need = ", and an all-gather needs beats of at least 2 words (its writes need twice the ring's rate)"
         raise UnsupportedError(
-            f"cannot {what} kernel '{kernel.name}': the {step.replace('_', '-')} along '{a}' of "
+            f"cannot {what} kernel '{name}': the {step.replace('_', '-')} along '{a}' of "
             f"{whole} words needs each of its {q} blocks to be a multiple of the DRAM beat "
             f"({dram.words_per_cycle} words){need if step == 'all_gather' else ''}",
             coll.loc,
@@ -204,15 +268,15 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
         both = _ring_phases(kind, op, orders, m, mesh, link, dtype, names, dram)
         if isinstance(both, list) and _cycles(both, dram) < _cycles(rings, dram):
             rings = both
-    return MeshPlan(local, tuple(rings), mesh, in_specs, sm.out_specs[0], axes, kind, n)
+    return CollectivePlan(kind, axes, n, tuple(rings), (), coll.loc)
 
 
 def _ring_phases(kind: str, op: str, orders: list, m: int, mesh, link, dtype, names: tuple, dram):
     """The ring phases (RingPlans) of a collective over the axes of `orders` (one tuple of
     axes per group, all of one size when there are several: each group runs its order's
     phases on its part of the vector, in one unit per phase) of an m-word operand; the
-    failing (phase kind, axis, words, PEs) when a phase fits no plan. `names`: the kernel's
-    parameters, its result's name and the operand array's."""
+    failing (phase kind, axis, words, PEs) when a phase fits no plan. `names`: the array names
+    taken, the collective's result array and its operand's."""
     params, result, partial = names
     steps = [phase_list(kind, axes) for axes in orders]
     rings = []
@@ -223,6 +287,7 @@ def _ring_phases(kind: str, op: str, orders: list, m: int, mesh, link, dtype, na
         last = k == len(steps[0]) - 1
         src = rings[-1].dst if rings else partial
         dst = result if last else _fresh(f"phase{k}", set(params) | {result, partial})
+        params.add(dst)  # the next collective's phases name theirs apart
         group_axes = tuple(s[k][1] for s in steps) if len(orders) > 1 else ()
         ring = None
         if whole % (q * len(orders)) == 0:
@@ -397,17 +462,22 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None, target=None)
     compiled = compile(mp.program, kernel.schedule, dram.words_per_cycle, show_ir)
     name = kernel.name
     link = kernel.link or LinkConfig()
-    first = mp.rings[0]
-    bits = first.dtype.bits
+    bits = mp.rings[0].dtype.bits
     ring_phases = [r for r in mp.rings if r.kind != "copy"]
     with device.primitives(target):
-        top = Top(compiled, dram, rings=mp.rings)
+        top = Top(compiled, dram)
         pe_v = to_verilog(top, f"{name}_pe")
         wire_v = to_verilog(LinkWire(bits, 1, link.latency), f"{name}_wire")
     top_v = mesh_top_verilog(name, pe_ports(top), mp.mesh, f"{name}_pe", f"{name}_wire", bits)
-    group = math.prod(mp.mesh.shape[a] for a in mp.axes)
-    link_bound = mesh_link_bound(mp.kind, mp.words, group, len(mp.axes), getattr(first, "hops", 0), mp.pairs)
-    model = predict_mesh(compiled, dram, mp.rings, link_bound)
+    link_bound = 0  # the collectives run one after another: the sum of their bounds
+    for c in mp.collectives:
+        group = math.prod(mp.mesh.shape[a] for a in c.axes)
+        link_bound += mesh_link_bound(c.kind, c.words, group, len(c.axes), getattr(c.phases[0], "hops", 0), c.pairs)
+    model = predict_mesh(compiled, dram, link_bound)
+    collectives = [
+        {"kind": c.kind, "axes": list(c.axes), "op": c.op, "phases": [_phase_report(r) for r in c.phases]}
+        for c in mp.collectives
+    ]
     report = {
         "kernel": name,
         "schedule": kernel.schedule.describe(),
@@ -422,12 +492,8 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None, target=None)
             "words_per_cycle": 1,
             "fifo_depth": max((r.depth for r in ring_phases), default=0),
         },
-        "collective": {
-            "kind": mp.kind,
-            "axes": list(mp.axes),
-            "op": getattr(first, "op", "add"),
-            "phases": [_phase_report(r) for r in mp.rings],
-        },
+        "collectives": collectives,
+        **({"collective": collectives[0]} if len(collectives) == 1 else {}),
         "dram": {
             "latency": dram.latency,
             "words_per_cycle": dram.words_per_cycle,

@@ -21,6 +21,7 @@ from hwgen_sim import harness, runner
 from ..dram import DramConfig
 from ..errors import MismatchError, SimulationError, user_loc
 from ..lang.signature import check_args, to_user
+from ..loops import Collective, walk
 from ..stalls import stalled
 from .hardware import elaborate
 from .spmd import block, join
@@ -115,7 +116,7 @@ def _run(design, layout, build_dir, work: Path, dram: DramConfig, seed, loc) -> 
         stuck = [k for k in range(p) if not (bits >> k) & 1]
         where = ""
         if stuck:  # again, watching every controller of the first PE not done
-            every = sorted(design.component.unit_names)
+            every = sorted(set(design.component.unit_names) - set(_collectives(design)))
             again = run(dict(config, monitor=every, scope=[f"pe{stuck[0]}", "pe0"]))
             units = _stalled_units(design, again.get("timeline") or {})
             where = f"; PE {stuck[0]} is stalled in {'; '.join(units)}" if units else ""
@@ -128,18 +129,32 @@ def _run(design, layout, build_dir, work: Path, dram: DramConfig, seed, loc) -> 
     return result
 
 
+def _collectives(design) -> dict:
+    """The program's collectives (loops.Collective leaves, by name) -> their phases' units.
+    A collective's go and done are its first phase's go and its last phase's done (they are
+    not kept as signals of their own in the simulator)."""
+    out, k = {}, 0
+    for c in walk(design.program.root):
+        if isinstance(c, Collective):
+            out[c.name] = [f"ring{j}" for j in range(k, k + len(c.phases))]
+            k += len(c.phases)
+    return out
+
+
 def _stalled_units(design, timeline: dict) -> list:
-    """A PE's controllers that started and never finished: in its program (stalls.stalled),
-    or, once the program is done, its collective phase in flight."""
-    tree = design.component.pe.tree
-    if not timeline.get(tree.name, {}).get("done"):
-        return stalled(tree, timeline)
-    out = []
-    for k, r in enumerate(design.plan.rings):
+    """A PE's controllers that started and never finished (stalls.stalled): a load or pipe
+    of its program, or a collective, then with its phase in flight."""
+    timeline = dict(timeline)
+    for name, rings in _collectives(design).items():
+        first, last = (timeline.get(r, {"go": [], "done": []}) for r in (rings[0], rings[-1]))
+        timeline[name] = {"go": first["go"], "done": last["done"]}
+    out = stalled(design.component.pe.tree, timeline)
+    rings = design.plan.rings
+    for k, r in enumerate(rings):
         t = timeline.get(f"ring{k}", {"go": [], "done": []})
         if len(t["go"]) > len(t["done"]):
             what = "a block copy" if r.kind == "copy" else f"a ring {r.kind.replace('_', '-')}"
-            out.append(f"ring{k}, {what} along '{r.axis}' (collective phase {k + 1} of {len(design.plan.rings)})")
+            out.append(f"ring{k}, {what} along '{r.axis}' (collective phase {k + 1} of {len(rings)})")
     return out
 
 
@@ -155,16 +170,16 @@ def _read_results(design, layout, images: list, work: Path, loc) -> list:
                 f"({len(stray)} words, first at word {int(stray[0])})",
                 loc,
             )
-        copies.append(outs[design.plan.last.dst])
+        copies.append(outs[design.plan.result])
     return copies
 
 
 def _check_replicas(design, copies: list, loc) -> None:
     """Every PE of a group holds the same copy of a replicated result (all-reduce, all-gather)."""
     mp = design.plan
-    if not mp.replicated:
+    if not mp.replicated_axes:
         return
-    others = [a for a in mp.mesh.axis_names if a not in mp.axes]
+    others = [a for a in mp.mesh.axis_names if a not in mp.replicated_axes]
     first = {}
     for k in range(mp.p):
         at = dict(zip(mp.mesh.axis_names, mp.mesh.coords(k)))
@@ -174,7 +189,7 @@ def _check_replicas(design, copies: list, loc) -> None:
             raise MismatchError(
                 f"kernel '{design.name}': PE {k}'s copy of the replicated result differs from PE {j}'s at "
                 f"local index {i}: {copies[k][i]} vs {copies[j][i]}",
-                mp.last.dst,
+                mp.result,
                 (i,),
                 copies[j][i],
                 copies[k][i],

@@ -78,6 +78,7 @@ class _Lowerer(Tiles, Reductions, Collections):
                 self.top.append(Store(mem, dram, tuple(ir.Const(0, int64) for _ in node.shape), node.shape, limit))
             else:
                 scalar_outs.append(ScalarOut(result.port.name, self.lower_scalar(node)))
+            self.top.extend(result.then)
         root = Loop((), tuple(self.top))
         params = tuple(p for p in self.program.params if not p.is_array)
         groups = tuple(g for g in self.collected.values() if isinstance(g, Group))

@@ -1,22 +1,23 @@
 """Names: every controller of the loop program gets its hardware instance name.
 
 Names are the controller's kind and a running number per kind, in tree order, parents first:
-`seqloop0`, `metaloop0`, `parallel0`, `pipe0`, `load0`, `store0`. They name the Verilog
-instances, key the memory plans' buffer owners and the pipe plans, and label the report.
+`seqloop0`, `metaloop0`, `parallel0`, `pipe0`, `load0`, `store0`, `coll0` (a mesh PE's
+collective). They name the Verilog instances, key the memory plans' buffer owners and the
+pipe plans, and label the report.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from ..loops import Load, Loop, LoopProgram, Parallel, Pipe, Store
+from ..loops import Collective, Load, Loop, LoopProgram, Parallel, Pipe, Store
 
 
 def kind_of(ctrl) -> str:
     """The name stem of a controller's hardware template."""
     if isinstance(ctrl, Loop):
         return "metaloop" if ctrl.meta else "seqloop"
-    for cls, stem in ((Parallel, "parallel"), (Pipe, "pipe"), (Load, "load"), (Store, "store")):
+    for cls, stem in ((Parallel, "parallel"), (Pipe, "pipe"), (Load, "load"), (Store, "store"), (Collective, "coll")):
         if isinstance(ctrl, cls):
             return stem
     raise TypeError(f"no hardware for {type(ctrl).__name__}")
