@@ -1,6 +1,6 @@
-"""The mesh apps in patterns/mesh/ (one per collective): the golden model equals each app's
-plain-numpy reference, and the hardware equals the golden model bit for bit, in the
-predicted cycles."""
+"""The mesh apps in patterns/mesh/ (one per collective, and a training step that uses three):
+the golden model equals each app's plain-numpy reference, and the hardware equals the golden
+model bit for bit, in the predicted cycles."""
 
 import importlib.util
 from pathlib import Path
@@ -20,7 +20,7 @@ def load(name):
 
 
 def test_one_app_per_collective():
-    assert APPS == ["all_gather", "all_to_all", "allreduce", "ppermute", "reduce_scatter"]
+    assert APPS == ["all_gather", "all_to_all", "allreduce", "ppermute", "reduce_scatter", "weight_update"]
 
 
 @pytest.mark.parametrize("name", APPS)
@@ -40,3 +40,18 @@ def test_hardware_equals_the_golden_model_in_the_predicted_cycles(name):
     sim = kernel.verify(*app.inputs(0))
     np.testing.assert_array_equal(sim.outputs, app.reference(*app.inputs(0)))
     assert sim.cycles == sim.predicted_cycles
+
+
+@pytest.mark.rtl
+def test_weight_update_sharded_or_replicated_gives_the_same_weights():
+    """The training step with its update sharded (all-gather, reduce-scatter, all-gather) and
+    replicated (all-reduce): the same weights, each in its predicted cycles."""
+    app, sharded = load("weight_update")
+    args = app.inputs(1)
+    want = app.reference(*args)
+    np.testing.assert_array_equal(app.replicated(*args), want)
+    for kernel, kinds in ((sharded, ["all_gather", "reduce_scatter", "all_gather"]), (app.replicated, ["all_reduce"])):
+        sim = kernel.verify(*args)
+        np.testing.assert_array_equal(sim.outputs, want)
+        assert sim.cycles == sim.predicted_cycles
+        assert [c["kind"] for c in sim.design.report["collectives"]] == kinds
