@@ -258,6 +258,11 @@ def _head(c) -> str:
     if isinstance(c, Load):
         origin = ", ".join(_expr_str(o) for o in c.origin)
         return f"load{_named(c)} {c.dram.name}[{origin} +{list(c.mem.shape)}] -> {c.mem.name}"
+    if isinstance(c, Collective):
+        steps = [
+            ph.kind if ph.kind == "copy" else f"{ph.kind} along {','.join(ph.axes or (ph.axis,))}" for ph in c.phases
+        ]
+        return f"collective{_named(c)} {c.phases[0].src} -> {c.phases[-1].dst}: {'; '.join(steps)}"
     origin = ", ".join(_expr_str(o) for o in c.origin)
     return f"store{_named(c)} {c.mem.name} -> {c.dram.name}[{origin} +{list(c.shape)}]"
 

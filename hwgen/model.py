@@ -499,12 +499,13 @@ def ring_collective_cycles(ring, dram: DramConfig) -> int:
 
 
 def ring_span(ring) -> int:
-    """Cycles from a ring collective's first send to the cycle after its last pop: R rounds
-    and the last round's last step of S words. With one step a round (a reduce-scatter or
-    all-gather on 2 PEs) a round's send does not wait for a word received, so the send of
-    round j + 1 runs while round j's words arrive: round j's pops start once its send and
-    round j - 1's pops are done (the cycle after), and no earlier than F after its first send;
-    round j + 1's send starts with them (the recurrence below)."""
+    """Cycles from a ring collective's first send to the cycle after its last pop: the first
+    send's words arrive F = L + RING_HOP later; R - 1 rounds of ring_round_cycles, then the
+    last round's T steps (T * max(S, F) from its send) and its last S words. With one step a
+    round (a reduce-scatter or all-gather on 2 PEs) a round's send does not wait for a word
+    received, so the send of round j + 1 runs while round j's words arrive: round j's pops
+    start once its send and round j - 1's pops are done (the cycle after), and no earlier than
+    F after its first send; round j + 1's send starts with them (the recurrence below)."""
     S, F = ring.slice, ring.latency + RING_HOP
     if ring.steps > 1:  # the first send's words arrive F later; the last round's steps
         return (ring.rounds - 1) * ring_round_cycles(ring) + ring.steps * max(S, F) + S

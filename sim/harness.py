@@ -206,7 +206,7 @@ def read_hex(path, count: int) -> np.ndarray:
 def _tb_header(ports: list) -> list:
     """The test top's module line: its outputs are ports; what the testbench drives (the
     "input" entries, written through VPI just after a rising edge) are registers inside it,
-    each passed on through a register of its own, `<name>_q`, to the design. Verilator would
+    each passed on through a register of its own, `q_<name>`, to the design. Verilator would
     otherwise evaluate all the logic that depends on them at every time step, twice a clock
     cycle (the testbench counts the register's cycle: sim/testbench.py)."""
     outs = [q for q in ports if not q.startswith("input ")]
@@ -215,18 +215,19 @@ def _tb_header(ports: list) -> list:
         if q.startswith("input "):
             decl = q[len("input ") :]
             name = decl.split()[-1]
-            lines += [f"  reg {decl};", f"  reg {decl}_q;", f"  always @(posedge clk) {name}_q <= {name};"]
+            q = " ".join([*decl.split()[:-1], f"q_{name}"])
+            lines += [f"  reg {decl};", f"  reg {q};", f"  always @(posedge clk) q_{name} <= {name};"]
     return lines
 
 
 def _registered(conns: list, ports: list) -> list:
-    """Connections `.<port>(<name>)` to a driven input rewritten to its register `<name>_q`."""
+    """Connections `.<port>(<name>)` to a driven input rewritten to its register `q_<name>`."""
     names = {q.split()[-1] for q in ports if q.startswith("input ")}
     out = []
     for c in conns:
         port, _, arg = c.partition("(")
         arg = arg.rstrip(")")
-        out.append(f"{port}({arg}_q)" if arg in names else c)
+        out.append(f"{port}(q_{arg})" if arg in names else c)
     return out
 
 

@@ -29,7 +29,7 @@ TOP = "hwgen_tb"
 # visible to cocotb; cocotb's default of making every signal public (--public-flat-rw) makes
 # the C++ three times larger and five times slower to compile. Only what the testbench writes
 # is writable: Verilator evaluates the logic that depends on a writable signal at every time
-# step, twice a clock cycle (sim/harness.py also passes each through a register).
+# step, twice a clock cycle (sim/harness.py also passes each through a register, `q_<name>`).
 PUBLIC_VLT = (
     f"""`verilator_config
 public_flat_rd -module "{TOP}" -var "*"

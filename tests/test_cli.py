@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -201,3 +202,11 @@ def test_fmaxpar_rejects_bad_arguments(args):
         "error: usage: fmaxpar.py [--jobs=N] [--freq=MHZ] [--seeds=S,S,...] "
         f"[--router=router1|router2] [int16:PAR | int32:PAR ...]; got: {' '.join(args)}\n"
     )
+
+
+def test_show_ir_of_a_mesh_kernel_lists_its_collective(capsys, tmp_path):
+    path = str(Path(__file__).resolve().parent.parent / "patterns" / "mesh" / "weight_update.py")
+    code, out, _ = run(["build", path, "--out", str(tmp_path / "rtl"), "--show-ir"], capsys)
+    assert code == 0
+    assert "collective coll0 partial0 -> collective0: all_gather along x" in out
+    assert "collective coll1 partial1 -> collective1: reduce_scatter along x" in out

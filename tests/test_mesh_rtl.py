@@ -210,7 +210,7 @@ def test_a_dram_that_stops_answering_names_the_stalled_collective_phase(monkeypa
         k.simulate(wide(64), wide(64))
     assert e.value.message.endswith(
         "the mesh hangs; PE(s) 0, 1 of 2 not done; PE 0 is stalled in coll0, a collective (all-reduce along 'x'); "
-        "ring0, a ring all-reduce along 'x' (collective phase 1 of 1)"
+        "ring0, a ring all-reduce along 'x' (phase 1 of 1 of coll0)"
     )
 
 
@@ -559,3 +559,24 @@ def test_collectives_of_different_widths_in_one_body_are_refused():
     with pytest.raises(hw.UnsupportedError) as e:
         chain_kernel(body).elaborate()
     assert "the collectives of one body must move elements of one width" in e.value.message
+
+
+def test_a_fold_after_a_collective_stays_after_it():
+    """Two multifolds of one shape, one on each side of a psum: the later one reads the
+    psum's result, so it may not share the earlier one's loop (which runs before the
+    collective)."""
+    n, p = 64, 4
+
+    def body(al, bl):
+        h = hw.multifold(n, hw.zeros(n, int32), lambda i: (i, al[i]))
+        s = hw.psum(h, "x")
+        return hw.multifold(n, hw.zeros(n, int32), lambda j: (j, s[j] * 2 + bl[j]))
+
+    a, b = wide(n * p), wide(n * p)
+    with np.errstate(over="ignore"):
+        total = a.reshape(p, n).sum(0, dtype=np.int32)
+        want = (total[None, :] * 2 + b.reshape(p, n)).astype(np.int32).reshape(-1)
+    k = chain_kernel(body, tile={"i": 16, "j": 16})
+    units = [s["unit"] for s in k.elaborate().report["controllers"]["stages"]]
+    assert units.index("coll0") < len(units) - 1  # the second fold's loop comes after it
+    check(k.verify(a, b), want)

@@ -174,7 +174,7 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
             )
     colls = collectives_in_order([out])
     if not colls:
-        refuse("the body must use a collective (a program without one needs no mesh)", sm.loc)
+        refuse("the body's result must depend on a collective (a program without one needs no mesh)", sm.loc)
     taken = set(params) | {res.port.name}
     plans, results, extents = [], [], dict(prog.extents)
 
@@ -421,8 +421,8 @@ def ring_plan(
 @dataclass
 class MeshDesign:
     """A built mesh kernel: the per-PE `compiled` program, its `plan` (MeshPlan), the PE
-    `component` (hw/top.py Top with a ring), the whole `verilog` (mesh top, PE, link wire)
-    and the `report`."""
+    `component` (hw/top.py Top of one PE with its collectives), the whole `verilog` (mesh
+    top, PE, link wire) and the `report`."""
 
     kernel: object
     dram: object

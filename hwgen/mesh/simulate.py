@@ -149,12 +149,13 @@ def _stalled_units(design, timeline: dict) -> list:
         first, last = (timeline.get(r, {"go": [], "done": []}) for r in (rings[0], rings[-1]))
         timeline[name] = {"go": first["go"], "done": last["done"]}
     out = stalled(design.component.pe.tree, timeline)
-    rings = design.plan.rings
-    for k, r in enumerate(rings):
-        t = timeline.get(f"ring{k}", {"go": [], "done": []})
-        if len(t["go"]) > len(t["done"]):
-            what = "a block copy" if r.kind == "copy" else f"a ring {r.kind.replace('_', '-')}"
-            out.append(f"ring{k}, {what} along '{r.axis}' (collective phase {k + 1} of {len(rings)})")
+    phases = dict(zip((f"ring{k}" for k in range(len(design.plan.rings))), design.plan.rings))
+    for name, rings in _collectives(design).items():
+        for j, unit in enumerate(rings):
+            t, r = timeline.get(unit, {"go": [], "done": []}), phases[unit]
+            if len(t["go"]) > len(t["done"]):
+                what = "a block copy" if r.kind == "copy" else f"a ring {r.kind.replace('_', '-')}"
+                out.append(f"{unit}, {what} along '{r.axis}' (phase {j + 1} of {len(rings)} of {name})")
     return out
 
 

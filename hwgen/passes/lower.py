@@ -59,8 +59,17 @@ class _Lowerer(Tiles, Reductions, Collections):
         drams = list(self.inputs.values())
         scalar_outs = []
         fused = [ir.unique_binders(fuse(result.node)) for result in self.program.results]
-        self.multifolds = list(dict.fromkeys(n for f in fused for n in ir.walk(f) if isinstance(n, ir.MultiFold)))
-        for result, node in zip(self.program.results, fused):
+        # results between two `then`s (a mesh PE's collectives) are one segment: a multifold may
+        # share its loop with another of its own segment only (a later one may read the
+        # collective's result, which does not exist yet)
+        segment, segments = 0, []
+        for result in self.program.results:
+            segments.append(segment)
+            segment += bool(result.then)
+        folds = [[n for n in ir.walk(f) if isinstance(n, ir.MultiFold)] for f in fused]
+        for k, (result, node) in enumerate(zip(self.program.results, fused)):
+            mine = (n for j, f in enumerate(folds) if segments[j] == segments[k] for n in f)
+            self.multifolds = list(dict.fromkeys(mine))
             if isinstance(node, ir.Map):
                 dram = Dram(result.port.name, node.dtype, node.shape, "out")
                 drams.append(dram)
