@@ -62,7 +62,8 @@ def get_runner(_name: str = "verilator") -> Verilator:
 CXX_OPT = os.environ.get("HWGEN_CXX_OPT", "-O1")
 # --output-split 0: one C++ file. A split build (`build(split=True)`, for meshes) writes files
 # of about SPLIT statements that `make -j` compiles in parallel with a precompiled header:
-# about a third faster for a 16-PE mesh, a few seconds slower for one small PE.
+# about a third faster for a 16-PE mesh, a few seconds slower for one small PE, and several
+# times slower for 64 PEs.
 SPLIT = "20000"
 BUILD_ARGS = [
     "--timing",
