@@ -382,6 +382,14 @@ def refused(err, why: str, marker: str) -> None:
     assert err.file == HERE and err.line == line_of(marker)
 
 
+def test_mesh_hardware_refuses_a_result_of_booleans():
+    def body(b):
+        s = hw.psum(b, ("x", "y"))
+        return hw.map(8, lambda j: s[j] > 0)
+
+    refused(hardware_error(body), "the shard_map body must return an array of integers", "sm")
+
+
 def test_mesh_hardware_refusals_name_the_reason_and_the_line():
     err = hardware_error(lambda b: hw.psum(b, "x"), mesh=hw.Mesh((1, 4), ("x", "y")))  # L:one-pe
     refused(err, "every axis the collective runs over needs at least 2 PEs", "one-pe")
