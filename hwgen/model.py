@@ -517,7 +517,7 @@ def ring_span(ring) -> int:
     return last + 1
 
 
-def mesh_link_bound(kind: str, n: int, group: int, axes: int, hops: int = 0, pairs=()) -> int:
+def mesh_link_bound(kind: str, n: int, group: int, axes: int, hops: int = 0, pairs=(), wraps: bool = True) -> int:
     """Cycles a collective of an n-word vector over a group of `group` PEs spanning `axes` axes
     of a ring or torus needs at least: each PE sends (group - 1)/group * n words (twice that
     for an all-reduce: a reduce-scatter, then an all-gather) over its 2 * axes outgoing
@@ -525,7 +525,20 @@ def mesh_link_bound(kind: str, n: int, group: int, axes: int, hops: int = 0, pai
     ring moves every block of n / group words k hops one way or group - k the other: split
     at best, k (group - k) / group block-words per link. Any other permutation, and an
     all-to-all, given by its (source, destination) `pairs` of blocks: the hop-words of every
-    block over its shortest way, spread over the ring's 2 * group links."""
+    block over its shortest way, spread over the ring's 2 * group links.
+
+    Without wraparound (`wraps` False: a mesh) a corner PE has one link in per axis, so it
+    receives (group - 1)/group * n words (twice, for an all-reduce) over `axes` links; a
+    permutation or all-to-all along a line sends every block straight to its destination,
+    and the busiest link carries at least the blocks whose way crosses it."""
+    if not wraps:
+        if kind in ("permute", "all_to_all"):
+            block, cuts = n // group, []
+            for c in range(group - 1):  # the links between c and c + 1, each way
+                cuts.append(sum(block for s, d in pairs if s <= c < d))
+                cuts.append(sum(block for s, d in pairs if d <= c < s))
+            return max(cuts)
+        return math.ceil((group - 1) * n * (2 if kind == "all_reduce" else 1) / (axes * group))
     if kind == "all_to_all" or (kind == "permute" and len({(d - s) % group for s, d in pairs}) > 1):
         # blocks of n / group words, each over its shortest way: the hop-words over the 2 * group
         # links, and at least half a block into each receiving PE (it has two links in)

@@ -347,7 +347,7 @@ def test_cli_refuses_to_build_or_simulate_a_mesh_kernel(capsys, tmp_path):
     message = (
         f"error: {show_path(str(path))}:7: cannot {{}} kernel 'allreduce' on mesh 4 ring (r): the "
         f"body's result must depend on a collective (a program without one needs no mesh). Mesh hardware supports one "
-        f"hw.shard_map over a ring or torus whose body computes an integer array from its blocks with "
+        f"hw.shard_map whose body computes an integer array from its blocks with "
         f"hw.psum / hw.pmax / hw.pmin / hw.psum_scatter / hw.all_gather / hw.ppermute / hw.all_to_all of 1-D "
         f"integer arrays along the way (see docs/mesh.md); the golden model allreduce(*arrays) works\n"
     )

@@ -4,7 +4,9 @@ over a ring, one way round or both.
 The unit is a client of the PE's DRAM arbiter (one read client, one write client, like a
 LoadUnit and a StoreUnit) and drives one ring link pair per direction (LinkTx / LinkRx,
 hw/link.py). Every PE runs the same unit; its ring coordinate x (`pe_x`, an input port) is
-sampled at `go`.
+sampled at `go`. On a ring that is not in coordinate order (`RingPlan.order`: the zigzag ring
+of a mesh without wraparound, one way round) x is the PE's position in the ring, and chunk c
+is the block of the PE at position c: block order[c] in DRAM.
 
 Data: the whole vector has `n` words in p blocks, block c for PE c. The operand is at
 `src_base` in DRAM: every block (all-reduce, reduce-scatter) or the PE's own block x
@@ -125,11 +127,12 @@ class RingPlan:
     axis: str = "x"  # the mesh axis the ring runs along (its link port names)
     hops: int = 0  # a permute's: how far each block goes (along engine 0's way)
     reverse: bool = False  # a one-way permute whose engine sends to the previous PE
-    receivers: int = 0  # a permute's destinations, a bit per coordinate (the others get zeros)
+    receivers: int = 0  # a permute's destinations, a bit per ring position (the others get zeros)
     quiet: bool = False  # a permute whose non-receivers write nothing (instead of zeros)
     src_shift: int | None = None  # operand: block (x + src_shift) mod p of an array of p blocks
     dst_shift: int | None = None  # result: block (x + dst_shift) mod p of an array of p blocks
     axes: tuple = ()  # a unit of several groups: each group's axis (axes[0] == axis)
+    order: tuple = ()  # the ring's coordinates in ring order (a zigzag ring), () for 0 .. p - 1
 
     @property
     def groups(self) -> int:
@@ -262,6 +265,8 @@ class RingCollective(wiring.Component):
             raise ValueError("a unit of several groups runs an all-reduce, reduce-scatter or all-gather")
         if p < 2 or plan.dirs not in (1, 2) or n % (p * H):
             raise ValueError(f"a ring collective of {n} words needs p >= 2 and 1 or 2 directions dividing it")
+        if plan.order and (plan.dirs > 1 or plan.reverse or sorted(plan.order) != list(range(p))):
+            raise ValueError("a zigzag ring runs one way round, in an order of the coordinates 0 .. p - 1")
         if plan.chunk % S:
             raise ValueError(f"slice {S} does not divide chunk {plan.chunk}")
         if words & (words - 1) or plan.half % words:
@@ -762,8 +767,9 @@ class _Turns:
     def dram_addr(self):
         """The next beat's word address in the DRAM array (relative to its base): in group g's
         part (at g * dirs * C * p when the array has every block, else at g * dirs * C),
-        block c's half of engine h (the group's engine j) at c * dirs * C + j * C when the
-        array has every block, else at j * C."""
+        chunk c's half of engine h (the group's engine j) at b * dirs * C + j * C when the
+        array has every block, b = c (on a zigzag ring b = order[c]: chunk c is the block of
+        the PE at ring position c), else at j * C."""
         plan = self.unit.plan
         out = None
         for h, walk in enumerate(self.walks):
@@ -771,7 +777,7 @@ class _Turns:
             part = plan.dirs * plan.chunk * (plan.p if self.every else 1)
             a = walk.inner + (g * part + j * plan.chunk)
             if self.every:
-                a = a + (walk.cbase * plan.dirs if plan.dirs > 1 else walk.cbase)
+                a = a + (walk.dbase * plan.dirs if plan.dirs > 1 else walk.dbase)
             out = a if out is None else Mux(self.turn == h, a, out)
         return out
 
@@ -799,16 +805,27 @@ class _Walk:
         self.cbase = Signal(range(ne + 1), name=f"{name}_cbase")  # chunk * C
         self.inner = Signal(range(ne + W), name=f"{name}_inner")  # round * S + b * W
         self.rbase = Signal(range(ne + 1), name=f"{name}_rbase")  # round * S
+        # the chunk's block in DRAM: block order[chunk] on a zigzag ring, registered with cbase
+        self.order, self.C = plan.order, plan.chunk
+        self.dbase = Signal(range(ne + 1), name=f"{name}_dbase") if plan.order else self.cbase
+
+    def _chunk(self, m, cbase) -> None:
+        m.d.sync += self.cbase.eq(cbase)
+        if self.order:
+            block = Const(0, 1)
+            for c, b in enumerate(self.order):
+                block = Mux(cbase == c * self.C, b * self.C, block)
+            m.d.sync += self.dbase.eq(block)
 
     def reset(self, m, first) -> None:
         m.d.sync += [
             self.b.eq(0),
             self.s.eq(0),
             self.first.eq(first),
-            self.cbase.eq(first),
             self.rbase.eq(0),
             self.inner.eq(0),
         ]
+        self._chunk(m, first)
 
     def row(self):
         """The memory row of the next beat: (chunk * C + inner) / W."""
@@ -825,17 +842,17 @@ class _Walk:
             m.d.sync += [
                 self.b.eq(0),
                 self.s.eq(self.s + 1),
-                self.cbase.eq(self.engine.next_chunk(self.cbase)),
                 self.inner.eq(self.rbase),
             ]
+            self._chunk(m, self.engine.next_chunk(self.cbase))
         with m.Else():
             m.d.sync += [
                 self.b.eq(0),
                 self.s.eq(0),
-                self.cbase.eq(self.first),
                 self.rbase.eq(self.rbase + self.S),
                 self.inner.eq(self.rbase + self.S),
             ]
+            self._chunk(m, self.first)
 
 
 def _widen(v, width: int):

@@ -31,7 +31,8 @@ from .collective import phase_members
 class CopyPlan:
     """Copy `words` words of `dtype` from DRAM array `src` to DRAM array `dst`, at the block
     offsets ((x + src_shift) mod p) * words and ((x + dst_shift) mod p) * words, x being the
-    PE's coordinate along `axis` (of `p` PEs)."""
+    PE's coordinate along `axis` (of `p` PEs; on a zigzag ring its position x in `order`, and
+    the blocks order[(x + shift) mod p])."""
 
     words: int
     p: int
@@ -42,8 +43,9 @@ class CopyPlan:
     src_shift: int | None = 0
     dst_shift: int | None = 0
     kind: str = "copy"
-    receivers: int = -1  # the PEs that copy, a bit per coordinate (-1: all)
+    receivers: int = -1  # the PEs that copy, a bit per ring position (-1: all)
     quiet: bool = False  # the others write nothing (else zeros)
+    order: tuple = ()  # the axis' ring order (RingPlan.order): x is the PE's position in it
 
     @property
     def src_words(self) -> int:

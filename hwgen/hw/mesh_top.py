@@ -1,12 +1,16 @@
-"""The mesh top: one copy of one PE module per PE of a mesh (a ring or a torus), as Verilog text.
+"""The mesh top: one copy of one PE module per PE of a mesh, as Verilog text.
 
-`mesh_top_verilog(name, ports, mesh, pe_module, wire_module, link_bits)` writes module `name`,
+`mesh_top_verilog(name, ports, mesh, pe_module, wires, link_bits)` writes module `name`,
 which instantiates the PE module `pe_module` (a hw/top.py Top with collectives: every PE is
 this one module, its coordinate along axis a on its `pe_<a>` port) for every PE of `mesh`
-(a hw.Mesh; PE k at mesh.coords(k), row-major), and one link wire module `wire_module`
-(hw/link.py LinkWire) per PE and link the PE has ports for: PE k's `<a>_next_tx` -> wire ->
-the `<a>_prev_rx` of the PE one step further along a (wrapping round), and PE k's
-`<a>_prev_tx` -> wire -> the `<a>_next_rx` of the PE one step back.
+(a hw.Mesh; PE k at mesh.coords(k), row-major), and one link wire module `wires[a]`
+(hw/link.py LinkWire) per PE and link along axis a the PE has ports for: PE k's
+`<a>_next_tx` -> wire -> the `<a>_prev_rx` of the PE one step further round a's ring
+(mesh.ring_order(a): on a torus the next coordinate, wrapping round), and PE k's
+`<a>_prev_tx` -> wire -> the `<a>_next_rx` of the PE one step back. On a mesh without
+wraparound a ring hop spans two links and passes the PE between them: its wire module has
+the latency of both links and that PE's register (mesh.hop_latency), and each link carries
+one hop of the one-way zigzag ring.
 
 Ports: clk, rst; start (to every PE), done, busy, cycles, pe_done[p] (each PE's done);
 base_<array> (to every PE: every PE's arrays sit at the same addresses of its own DRAM);
@@ -36,7 +40,7 @@ def pe_ports(component) -> list:
     return out
 
 
-def mesh_top_verilog(name: str, ports: list, mesh, pe_module: str, wire_module: str, link_bits: int) -> str:
+def mesh_top_verilog(name: str, ports: list, mesh, pe_module: str, wires: dict, link_bits: int) -> str:
     p = mesh.size
     shared = [(n, b) for n, b, inp in ports if inp and (n.startswith("base_") or n.startswith("arg_"))]
     chan = [(n, b, inp) for n, b, inp in ports if n.startswith("mem__")]
@@ -78,8 +82,9 @@ def mesh_top_verilog(name: str, ports: list, mesh, pe_module: str, wire_module: 
         conns += [f".{n}({n})" for n, _ in shared]
         conns += [f".{n}(mem_{k}__{n[len('mem__') :]})" for n, _, _ in chan]
         for d, tx, rx, step in links:
-            up = list(at)
-            up[d] = (up[d] - step) % mesh.axis_sizes[d]  # the PE whose sender feeds this receiver
+            order = mesh.ring_order(mesh.axis_names[d])
+            up = list(at)  # the PE whose sender feeds this receiver
+            up[d] = order[(order.index(at[d]) - step) % len(order)]
             up = mesh.pe_id(up)
             conns += [f".{tx}__{s}({tx}{k}_{s})" for s in ("valid", "data", "credit")]
             conns += [f".{rx}__{s}({tx}{up}_{s}_rx)" for s in ("valid", "data", "credit")]
@@ -89,11 +94,12 @@ def mesh_top_verilog(name: str, ports: list, mesh, pe_module: str, wire_module: 
                 lines.append(f"  wire {_width(b)}pe{k}_{n};")
                 conns.append(f".{n}(pe{k}_{n})")
         lines += [f"  {pe_module} pe{k} (", ",\n".join("    " + c for c in conns), "  );"]
-        for _, tx, _, _ in links:
+        for d, tx, _, _ in links:
             wconns = [".clk(clk)", ".rst(rst)"]
             wconns += [f".tx__{s}({tx}{k}_{s})" for s in ("valid", "data", "credit")]
             wconns += [f".rx__{s}({tx}{k}_{s}_rx)" for s in ("valid", "data", "credit")]
-            lines += [f"  {wire_module} wire_{tx}{k} (", ",\n".join("    " + c for c in wconns), "  );"]
+            wire = wires[mesh.axis_names[d]]
+            lines += [f"  {wire} wire_{tx}{k} (", ",\n".join("    " + c for c in wconns), "  );"]
     lines += [
         "  always @(posedge clk) begin",
         "    if (rst) begin",

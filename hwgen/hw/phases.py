@@ -18,7 +18,9 @@ combined with ORs.
 Members a PE gains (`members`): `pe_<a>: In` its coordinate along each axis a phase uses,
 `base_<dst>: In(addr)` for every phase's result array, and the links. A phase whose plan has
 a `src_shift` (`dst_shift`) reads (writes) block (x + shift) mod p of its array, x being the
-PE's coordinate along the phase's axis.
+PE's coordinate along the phase's axis. On a zigzag ring (a plan's `order`: a mesh without
+wraparound) a unit's `pe_x` is the PE's position x in the ring instead, and those blocks are
+order[(x + shift) mod p].
 """
 
 from __future__ import annotations
@@ -104,16 +106,16 @@ def elaborate(m, pe, stages: list, bases: dict) -> None:
         for r, coll in zip(rs, cs):
             m.submodules[f"ring{k}"] = coll
             k += 1
-            x = getattr(pe, f"pe_{r.axis}")
+            x = _position(getattr(pe, f"pe_{r.axis}"), r.order)
             block = r.words if isinstance(r, CopyPlan) else r.n // r.p
             m.d.comb += [
                 coll.go.eq(go),
-                coll.src_base.eq(dst[r.src] + _offset(x, r.src_shift, r.p, block)),
-                coll.dst_base.eq(dst[r.dst] + _offset(x, r.dst_shift, r.p, block)),
+                coll.src_base.eq(dst[r.src] + _offset(x, r.src_shift, r.p, block, r.order)),
+                coll.dst_base.eq(dst[r.dst] + _offset(x, r.dst_shift, r.p, block, r.order)),
             ]
             m.d.comb += coll.pe_x.eq(x)
             for g, a in enumerate(getattr(r, "axes", ())[1:], 1):
-                m.d.comb += getattr(coll, f"pe_x{g}").eq(getattr(pe, f"pe_{a}"))
+                m.d.comb += getattr(coll, f"pe_x{g}").eq(_position(getattr(pe, f"pe_{a}"), r.order))
             go = coll.done
         m.d.comb += stage.finished.eq(go)
     bits = rings[0].dtype.bits
@@ -132,14 +134,27 @@ def elaborate(m, pe, stages: list, bases: dict) -> None:
             wiring.connect(m, wiring.flipped(getattr(pe, rxname)), rx.link)
 
 
-def _offset(x, shift, p: int, block: int):
-    """((x + shift) mod p) * block words, for the PE's coordinate x along the phase's axis
-    (0 when the phase's array is not in blocks: shift None)."""
+def _position(coord, order: tuple):
+    """The PE's position in a ring of `order` (the coordinates in ring order; () for 0, 1,
+    ...) from its coordinate `coord` along the ring's axis."""
+    if not order:
+        return coord
+    out = Const(0, 1)
+    for c, at in enumerate(order):
+        out = Mux(coord == at, c, out)
+    return out
+
+
+def _offset(x, shift, p: int, block: int, order: tuple):
+    """b * block words, b = ((x + shift) mod p) (order[that] on a zigzag ring), for the PE's
+    position x in the ring of the phase's axis (0 when the phase's array is not in blocks:
+    shift None)."""
     if shift is None:
         return Const(0, 1)
     out = Const(0, 1)
     for c in range(p):
-        out = Mux(x == c, ((c + shift) % p) * block, out)
+        b = (c + shift) % p
+        out = Mux(x == c, (order[b] if order else b) * block, out)
     return out
 
 

@@ -3,7 +3,7 @@
 Supported (everything else raises UnsupportedError with the user's line; docs/mesh.md lists
 the forms):
 
-    @hw.kernel(mesh=hw.Mesh(shape, axes, topology="ring" or "torus"), link=hw.LinkConfig(latency=L))
+    @hw.kernel(mesh=hw.Mesh(shape, axes, topology=...), link=hw.LinkConfig(latency=L))
     def k(a: hw.Array[int32, ...], ...) -> ...:
         def body(al, ...):
             v = <patterns over the local blocks>        # a 1-D array of integers
@@ -19,7 +19,9 @@ the collective (a loops.Collective in the program's root sequence) runs as phase
 (hw/copy.py) of the block a permutation or all-to-all keeps on the PE, into the kernel's
 result array or an array (`collective<k>`) the later parts read (`phase_list`, `_moves`;
 ring_plan picks each ring phase's directions and slice by the fastest predicted cycles).
-Every PE has the same DRAM layout.
+Every PE has the same DRAM layout. On a mesh without wraparound (topology "mesh") each axis'
+ring is its zigzag (Mesh.ring_order), one way round, each hop two links long (Mesh.hop_latency):
+a permutation's blocks go round it by their distance in ring positions.
 """
 
 from __future__ import annotations
@@ -112,15 +114,13 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
     def refuse(why: str, where=None):
         raise UnsupportedError(
             f"cannot {what} kernel '{kernel.name}' on mesh {mesh.describe()}: {why}. Mesh hardware "
-            f"supports one hw.shard_map over a ring or torus whose body computes an integer array from its "
+            f"supports one hw.shard_map whose body computes an integer array from its "
             f"blocks with hw.psum / hw.pmax / hw.pmin / hw.psum_scatter / hw.all_gather / hw.ppermute / "
             f"hw.all_to_all of 1-D integer arrays along the way (see docs/mesh.md); the golden model "
             f"{kernel.name}(*arrays) works",
             where or loc,
         )
 
-    if mesh.topology not in ("ring", "torus"):
-        refuse("the mesh must be a ring or a torus (links that wrap round)")
     for a in mesh.axis_names:
         if not a.isidentifier() or not a.isascii():
             refuse(f"the axis name {a!r} must be a plain identifier (it names Verilog ports)")
@@ -232,6 +232,9 @@ def _collective(coll, mesh, link, dram, arrays: tuple, refuse, what: str, name: 
     p = math.prod(mesh.shape[a] for a in axes)  # the group's PEs
     if kind == "all_to_all":
         perm = tuple((s, (s + k) % p) for k in range(p) for s in range(p))
+    order = _order(mesh, axes[0])
+    at = {c: r for r, c in enumerate(order)}  # coordinate -> ring position
+    moves = tuple((at[s], at[d]) for s, d in perm) if order else perm
     n = v.shape[0] * (p if kind in ("all_gather", "permute") else 1)  # the whole vector's words
     dtype = v.dtype
     if dtype.is_bool:
@@ -242,7 +245,7 @@ def _collective(coll, mesh, link, dram, arrays: tuple, refuse, what: str, name: 
         refuse(f"the ring size {p} must divide the reduced length {n}", coll.loc)
     m = v.shape[0]  # the operand's words
     if kind in ("permute", "all_to_all"):
-        rings = _moves(kind, n, p, perm, link.latency, dtype, src, dst, dram, axes[0])
+        rings = _moves(kind, n, p, moves, (mesh, link.latency), dtype, src, dst, dram, axes[0])
         if rings is None:
             raise UnsupportedError(
                 f"cannot {what} kernel '{name}': the {coll.kind} along '{axes[0]}' moves blocks of "
@@ -291,7 +294,10 @@ def _ring_phases(kind: str, op: str, orders: list, m: int, mesh, link, dtype, na
         group_axes = tuple(s[k][1] for s in steps) if len(orders) > 1 else ()
         ring = None
         if whole % (q * len(orders)) == 0:
-            ring = ring_plan(whole, q, link.latency, step, op, dtype, src, dst, dram, a, axes=group_axes)
+            latency, order, one_way = mesh.hop_latency(a, link.latency), _order(mesh, a), mesh.one_way(a)
+            ring = ring_plan(
+                whole, q, latency, step, op, dtype, src, dst, dram, a, axes=group_axes, order=order, one_way=one_way
+            )
         if ring is None:
             return step, a, whole, q
         rings.append(ring)
@@ -304,11 +310,18 @@ def _cycles(rings, dram) -> int:
     return sum(phase_cycles(r, dram) for r in rings)
 
 
-def _moves(kind: str, n: int, p: int, perm, latency: int, dtype, src: str, dst: str, dram, axis: str):
+def _order(mesh, axis: str) -> tuple:
+    """The ring order of `axis` as a plan holds it: () when it is the coordinates' own."""
+    order = mesh.ring_order(axis)
+    return () if order == tuple(range(len(order))) else order
+
+
+def _moves(kind: str, n: int, p: int, perm, links: tuple, dtype, src: str, dst: str, dram, axis: str):
     """The phases of a permutation or an all-to-all along one axis of p PEs, blocks of n / p
-    words: one per distance k = (destination - source) mod p of its (source, destination)
-    block pairs `perm`, k = 0 first (a BlockCopy: the block a PE keeps), each other k a
-    permute by that shift (ring_plan). The first phase writes zeros on the PEs that receive
+    words, on `links` (the mesh, the link latency): one per distance k = (destination -
+    source) mod p of its (source, destination) block pairs `perm` (ring positions), k = 0
+    first (a BlockCopy: the block a PE keeps), each other k a permute by that shift
+    (ring_plan). The first phase writes zeros on the PEs that receive
     nothing in it; the later ones leave them be, so a PE with no source ends with zeros. An
     all-to-all's phase k moves block x + k of PE x's operand to block x of PE x + k's result
     (src_shift k, dst_shift -k); a permutation's blocks are the whole operand and result.
@@ -317,6 +330,8 @@ def _moves(kind: str, n: int, p: int, perm, latency: int, dtype, src: str, dst: 
 
     from ..hw.copy import CopyPlan
 
+    mesh, latency = links
+    order, one_way, latency = _order(mesh, axis), mesh.one_way(axis), mesh.hop_latency(axis, latency)
     block = n // p
     if block % dram.words_per_cycle:
         return None
@@ -329,9 +344,11 @@ def _moves(kind: str, n: int, p: int, perm, latency: int, dtype, src: str, dst: 
         receivers = sum(1 << d for _, d in pairs)
         shifts = (k, -k) if kind == "all_to_all" else (None, None)
         if k == 0:
-            plan = CopyPlan(block, p, dtype, src, dst, axis, *shifts, receivers=receivers, quiet=bool(out))
+            plan = CopyPlan(block, p, dtype, src, dst, axis, *shifts, receivers=receivers, quiet=bool(out), order=order)
         else:
-            plan = ring_plan(n, p, latency, "permute", "add", dtype, src, dst, dram, axis, tuple(pairs))
+            plan = ring_plan(
+                n, p, latency, "permute", "add", dtype, src, dst, dram, axis, tuple(pairs), order=order, one_way=one_way
+            )
             if plan is None:
                 return None
             plan = replace(plan, quiet=bool(out), src_shift=shifts[0], dst_shift=shifts[1])
@@ -375,7 +392,20 @@ def _fresh(name: str, taken: set) -> str:
 
 
 def ring_plan(
-    n: int, p: int, latency: int, kind: str, op: str, dtype, src: str, dst: str, dram, axis: str, perm=(), axes=()
+    n: int,
+    p: int,
+    latency: int,
+    kind: str,
+    op: str,
+    dtype,
+    src: str,
+    dst: str,
+    dram,
+    axis: str,
+    perm=(),
+    axes=(),
+    order=(),
+    one_way=False,
 ):
     """The fastest RingPlan (by model.ring_collective_cycles) for a collective `kind` of an
     n-word vector on p PEs (a permute: by the (source, destination) pairs `perm`, one shift;
@@ -383,8 +413,9 @@ def ring_plan(
     per group (E > 1 engines in all need beats of at least 2 E words: the DRAM side then
     moves words at twice the rate the engines use them, so a burst of final slices never
     delays the end; a permute goes the shorter way round, or both when that is half the
-    ring), and a slice dividing the chunk, at most ring_fifo's largest. None when no plan
-    fits the DRAM beat (collective.RingCollective's conditions)."""
+    ring; `one_way`: one way only, on a zigzag ring of `order`), and a slice dividing the
+    chunk, at most ring_fifo's largest. None when no plan fits the DRAM beat
+    (collective.RingCollective's conditions)."""
     from ..model import RING_HOP, ring_collective_cycles
 
     depth, most = ring_fifo(latency)
@@ -395,6 +426,8 @@ def ring_plan(
         ways = [(1, k, False), (1, p - k, True)] + ([(2, k, False)] if 2 * k == p else [])
     else:
         receivers, ways = 0, [(1, 0, False), (2, 0, False)]
+    if one_way:
+        ways = ways[:1]
     best = None
     groups = max(1, len(axes))
     for dirs, hops, reverse in ways:
@@ -410,7 +443,9 @@ def ring_plan(
                 continue  # the model is not exact for a multi-hop permute whose slice is shorter than a hop
             if chunk % s == 0:
                 plan = RingPlan(
-                    n, p, s, depth, latency, op, dtype, src, dst, dirs, kind, axis, hops, reverse, receivers, axes=axes
+                    *(n, p, s, depth, latency, op, dtype, src, dst, dirs, kind, axis, hops, reverse, receivers),
+                    axes=axes,
+                    order=order,
                 )
                 key = (ring_collective_cycles(plan, dram), -dirs, -s)
                 if best is None or key < best[0]:
@@ -467,12 +502,17 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None, target=None)
     with device.primitives(target):
         top = Top(compiled, dram)
         pe_v = to_verilog(top, f"{name}_pe")
-        wire_v = to_verilog(LinkWire(bits, 1, link.latency), f"{name}_wire")
-    top_v = mesh_top_verilog(name, pe_ports(top), mp.mesh, f"{name}_pe", f"{name}_wire", bits)
+        # a wire module per hop latency: a link's, and on a mesh's zigzag rings two links'
+        hops = {a: mp.mesh.hop_latency(a, link.latency) for a in mp.mesh.axis_names}
+        modules = {lat: f"{name}_wire" + ("" if lat == link.latency else "2") for lat in sorted(set(hops.values()))}
+        wire_v = "\n".join(to_verilog(LinkWire(bits, 1, lat), mod) for lat, mod in modules.items())
+    wires = {a: modules[lat] for a, lat in hops.items()}
+    top_v = mesh_top_verilog(name, pe_ports(top), mp.mesh, f"{name}_pe", wires, bits)
     link_bound = 0  # the collectives run one after another: the sum of their bounds
     for c in mp.collectives:
         group = math.prod(mp.mesh.shape[a] for a in c.axes)
-        link_bound += mesh_link_bound(c.kind, c.words, group, len(c.axes), getattr(c.phases[0], "hops", 0), c.pairs)
+        hops, wraps = getattr(c.phases[0], "hops", 0), mp.mesh.topology != "mesh"
+        link_bound += mesh_link_bound(c.kind, c.words, group, len(c.axes), hops, c.pairs, wraps)
     model = predict_mesh(compiled, dram, link_bound)
     collectives = [
         {"kind": c.kind, "axes": list(c.axes), "op": c.op, "phases": [_phase_report(r) for r in c.phases]}

@@ -90,6 +90,27 @@ class Mesh:
         """The coordinates (one index per axis) of PE `pe`."""
         return tuple(int(c) for c in _unravel(pe, self.axis_sizes))
 
+    def ring_order(self, axis: str) -> tuple:
+        """The coordinates along `axis` in the order of its ring: 0, 1, ..., size - 1 on a
+        torus or ring; on a "mesh" (no wraparound) of more than 2, the zigzag 0, 2, 4, ...
+        up the even coordinates and back down the odd ones, so that each ring hop spans at
+        most two links and every link carries one hop (of the ring's one direction)."""
+        q = self.shape[axis]
+        if self.topology != "mesh" or q <= 2:
+            return tuple(range(q))
+        return tuple(range(0, q, 2)) + tuple(range(q - 1 - q % 2, 0, -2))
+
+    def one_way(self, axis: str) -> bool:
+        """Whether rings along `axis` run one way round only (a "mesh": its zigzag ring uses
+        every link in its own direction)."""
+        return self.topology == "mesh"
+
+    def hop_latency(self, axis: str, latency: int) -> int:
+        """Cycles of one hop of the ring along `axis` for links of `latency`: a link's, or on
+        a zigzag ring (ring_order) two links' and the register passing the PE between them,
+        every hop padded to that so the ring is uniform."""
+        return latency if self.ring_order(axis) == tuple(range(self.shape[axis])) else 2 * latency + 1
+
     def describe(self) -> str:
         """'2x4 torus (x, y)'."""
         return f"{'x'.join(map(str, self.axis_sizes))} {self.topology} ({', '.join(self.axis_names)})"
