@@ -480,12 +480,13 @@ RING_STORE = 6  # the unit's cycles beyond the beats it writes after its last po
 
 def ring_round_cycles(ring) -> int:
     """One round of a ring collective (hw/collective.py), from its first pop to the next
-    round's: T steps (2p - 2 for an all-reduce, else p - 1) of S words each, step s + 1's
+    round's: T steps (2p - 2 for an all-reduce, else p - 1) of S link beats each (a slice's
+    words over the link's words per cycle, RingPlan.beats), step s + 1's
     words arriving F = L + RING_HOP after step s's (the neighbour forwards them as it pops
     them), so each of the first T - 1 steps takes max(S, F); the next round's step 0 was sent
     as the forward part entered the last step, so it arrives as the last step's S words end."""
     hop = ring.latency + RING_HOP
-    return (ring.steps - 1) * max(ring.slice, hop) + ring.slice
+    return (ring.steps - 1) * max(ring.beats, hop) + ring.beats
 
 
 def ring_collective_cycles(ring, dram: DramConfig) -> int:
@@ -506,7 +507,7 @@ def ring_span(ring) -> int:
     received, so the send of round j + 1 runs while round j's words arrive: round j's pops
     start once its send and round j - 1's pops are done (the cycle after), and no earlier than
     F after its first send; round j + 1's send starts with them (the recurrence below)."""
-    S, F = ring.slice, ring.latency + RING_HOP
+    S, F = ring.beats, ring.latency + RING_HOP  # a slice's cycles on the link: its beats
     if ring.steps > 1:  # the first send's words arrive F later; the last round's steps
         return (ring.rounds - 1) * ring_round_cycles(ring) + ring.steps * max(S, F) + S
     send, last = 0, None  # round j's first send; round j - 1's last pop

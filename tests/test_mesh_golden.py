@@ -237,18 +237,22 @@ def test_ring_of_eight():
 
 @pytest.mark.parametrize("method", ["build", "elaborate", "simulate", "verify", "synthesize"])
 def test_mesh_hardware_is_refused(method):
-    grid = hw.Mesh((2, 4), ("x", "y"), topology="mesh")  # links two words wide: not built yet
+    grid = hw.Mesh((2, 4), ("x", "y"), topology="mesh")
+    perm = [(i, (i + 1) % 8) for i in range(8)]  # over both axes: not built yet
 
-    @hw.kernel(mesh=grid, link=hw.LinkConfig(words_per_cycle=2))  # L:refused
+    @hw.kernel(mesh=grid)
     def k(a: hw.Array[int32, 8]) -> hw.Array[int32, 8]:
-        return hw.shard_map(lambda b: hw.psum(b, "y"), mesh=grid, in_specs=hw.P("x"), out_specs=hw.P("x"))(a)
+        def body(b):
+            return hw.ppermute(b, ("x", "y"), perm)  # L:refused
+
+        return hw.shard_map(body, mesh=grid, in_specs=hw.P(("x", "y")), out_specs=hw.P(("x", "y")))(a)
 
     args = (np.zeros(8, np.int32),) if method in ("simulate", "verify") else ()
     with pytest.raises(hw.UnsupportedError) as e:
         getattr(k, method)(*args)
     verb = "build" if method == "synthesize" else method  # synthesis builds first
     assert e.value.message.startswith(
-        f"cannot {verb} kernel 'k' on mesh 2x4 mesh (x, y): links of more than one word per cycle are not built yet"
+        f"cannot {verb} kernel 'k' on mesh 2x4 mesh (x, y): hw.ppermute must run over one axis"
     )
     assert e.value.message.endswith("the golden model k(*arrays) works")
     assert e.value.file == __file__

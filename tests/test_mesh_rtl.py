@@ -157,15 +157,16 @@ def test_unsupported_mesh_programs_still_raise_with_the_users_line():
         k.verify(np.zeros(64, np.int32))
     mesh2 = hw.Mesh((2, 2), ("x", "y"), topology="mesh")
 
-    @hw.kernel(mesh=mesh2, link=hw.LinkConfig(words_per_cycle=4))  # L:unsupported2
-    def k2(a: hw.Array[int32, 16]):
-        return hw.shard_map(lambda b: hw.psum(b, ("x", "y")), mesh=mesh2, in_specs=hw.P(("x", "y")), out_specs=hw.P())(
-            a
-        )
+    @hw.kernel(mesh=mesh2, link=hw.LinkConfig(words_per_cycle=4))
+    def k2(a: hw.Array[int32, 64]):
+        def body(b):
+            return hw.psum(b, ("x", "y"))  # L:unsupported2
+
+        return hw.shard_map(body, mesh=mesh2, in_specs=hw.P(("x", "y")), out_specs=hw.P())(a)
 
     with pytest.raises(hw.UnsupportedError) as e:
-        k2.simulate(np.zeros(16, np.int32))
-    assert "links of more than one word per cycle are not built yet" in e.value.message
+        k2.simulate(np.zeros(64, np.int32))  # DRAM beats of 4 words cannot feed links of 4
+    assert "links of 4 words a cycle need DRAM beats of at least 8 words" in e.value.message
     assert e.value.file == __file__
     assert open(__file__).read().splitlines()[e.value.line - 1].endswith("# L:unsupported2")
 

@@ -84,6 +84,12 @@ The receive FIFO holds D >= S + L + 2 words, so credits never stall the sender (
 words wait in the FIFO until its owner pops them; their credits take L cycles back), and a
 slice S <= D cannot deadlock (every PE's step 0 fits in its neighbour's FIFO).
 
+Wide links (`RingPlan.lanes` = w > 1 words a link beat): everything above that moves one word
+a cycle on the ring side moves a beat of w words (the pop, the operand memory's read of the
+w words in one row, the w-lane ALU, the FIFO to the link, the write of w words of a result
+row), so a slice of S words takes S / w cycles: the timing above with S counted in beats.
+Slices are whole beats and w divides the DRAM beat.
+
 Members: go, done, pe_x: In, src_base, dst_base: In(addr), rd_req, rd_resp, wr, wr_sent
 (the arbiter client ports), and per engine h: tx<h>: Out(beat_stream) (to its LinkTx.i),
 rx<h>: In(beat_stream) (from its LinkRx.o).
@@ -133,6 +139,7 @@ class RingPlan:
     dst_shift: int | None = None  # result: block (x + dst_shift) mod p of an array of p blocks
     axes: tuple = ()  # a unit of several groups: each group's axis (axes[0] == axis)
     order: tuple = ()  # the ring's coordinates in ring order (a zigzag ring), () for 0 .. p - 1
+    lanes: int = 1  # words per link beat (the link's words_per_cycle): words moved per cycle
 
     @property
     def groups(self) -> int:
@@ -196,6 +203,11 @@ class RingPlan:
     @property
     def rounds(self) -> int:
         return self.chunk // self.slice
+
+    @property
+    def beats(self) -> int:
+        """Link beats (cycles on the link) of a slice: S / lanes."""
+        return self.slice // self.lanes
 
     def streams(self, words: int) -> bool:
         """Whether the operand streams in slice by slice (see RingCollective): slices of
@@ -265,6 +277,9 @@ class RingCollective(wiring.Component):
             raise ValueError("a unit of several groups runs an all-reduce, reduce-scatter or all-gather")
         if p < 2 or plan.dirs not in (1, 2) or n % (p * H):
             raise ValueError(f"a ring collective of {n} words needs p >= 2 and 1 or 2 directions dividing it")
+        w = plan.lanes
+        if w & (w - 1) or words % w or S % w:
+            raise ValueError(f"{w} lanes must be a power of two dividing the DRAM beat {words} and the slice {S}")
         if plan.order and (plan.dirs > 1 or plan.reverse or sorted(plan.order) != list(range(p))):
             raise ValueError("a zigzag ring runs one way round, in an order of the coordinates 0 .. p - 1")
         if plan.chunk % S:
@@ -286,11 +301,16 @@ class RingCollective(wiring.Component):
         for g in range(1, plan.groups):
             members[f"pe_x{g}"] = In(range(p))
         for h in range(H):
-            members[f"tx{h}"] = Out(beat_stream(self.bits, 1))
-            members[f"rx{h}"] = In(beat_stream(self.bits, 1))
+            members[f"tx{h}"] = Out(beat_stream(self.bits, plan.lanes))
+            members[f"rx{h}"] = In(beat_stream(self.bits, plan.lanes))
         super().__init__(members)
 
     def alu(self, a, b):
+        """`op` of two beats, lane by lane."""
+        bits, lanes = self.bits, range(self.plan.lanes)
+        return Cat(*(self._alu(a[j * bits : (j + 1) * bits], b[j * bits : (j + 1) * bits]) for j in lanes))
+
+    def _alu(self, a, b):
         if self.plan.op == "add":
             return (a + b)[: self.bits]
         x, y = (a.as_signed(), b.as_signed()) if self.signed else (a, b)
@@ -371,7 +391,7 @@ class _Engine:
 
     def __init__(self, unit: RingCollective, h: int):
         plan = unit.plan
-        p, C, S, ne = plan.p, plan.chunk, plan.slice, plan.half
+        p, C, ne = plan.p, plan.chunk, plan.half
         self.unit, self.h, self.sign = unit, h, -plan.ways[h]
         self.rows = ne // unit.words
         self.tx, self.rx = getattr(unit, f"tx{h}"), getattr(unit, f"rx{h}")
@@ -393,9 +413,11 @@ class _Engine:
         self.loaded, self.finished = sig(range(loads + 1), "loaded"), sig(range(stores + 1), "finished")
         self.over, self.ends, self.idle = sig(1, "over"), sig(1, "ends"), sig(1, "idle")
         self.snd_on, self.snd_ready = sig(1, "snd_on"), sig(1, "snd_ready")
-        self.ks, self.snd_off = sig(range(max(2, S)), "ks"), sig(range(max(2, C)), "snd_off")
+        # ks and k count the beats (of `lanes` words) of a slice
+        Sb = plan.beats
+        self.ks, self.snd_off = sig(range(max(2, Sb)), "ks"), sig(range(max(2, C)), "snd_off")
         self.snd_need = sig(range(loads + p + 1), "snd_need")  # the item the send reads
-        self.fwd_on, self.k = sig(1, "fwd_on"), sig(range(max(2, S)), "k")
+        self.fwd_on, self.k = sig(1, "fwd_on"), sig(range(max(2, Sb)), "k")
         self.step, self.rnd = sig(range(max(2, plan.steps)), "step"), sig(range(max(2, plan.rounds)), "rnd")
         self.rnd_items = sig(range(loads + p + 1), "rnd_items")  # the round's first item
         self.fwd_need = sig(range(loads + p + 1), "fwd_need")  # the item the popped step reads
@@ -472,9 +494,12 @@ class _Engine:
         self.sp_own = self.operand.read_port() if plan.kind == "all_gather" else None  # the store's
         self.wp = self.result.write_port(granularity=bits)
         self.sp = self.result.read_port()  # the store's
-        m.submodules[f"out{h}"] = self.out = SyncFIFO(width=bits, depth=OUT_FIFO)
+        m.submodules[f"out{h}"] = self.out = SyncFIFO(width=bits * plan.lanes, depth=OUT_FIFO)
+        # a word address: its row, and its beat of `lanes` words in the row (addresses are
+        # multiples of lanes)
+        lg = (plan.lanes - 1).bit_length()
         self.row_of = (lambda a: a[lw:]) if lw else (lambda a: a)
-        self.sel_of = (lambda a: a[:lw]) if lw else (lambda a: Const(0, 1))
+        self.sel_of = (lambda a: a[lg:lw]) if lw > lg else (lambda a: Const(0, 1))
         issue_s, issue_f, step_end, start = self._control(m, ring)
         self._datapath(m, issue_s, issue_f)
         # a result item is final two cycles after its last word is written
@@ -494,7 +519,7 @@ class _Engine:
         """The send and forward parts; the send part of round j + 1 runs while the forward
         part pops round j's last step (which never sends)."""
         unit, plan, h = self.unit, self.unit.plan, self.h
-        S, last = plan.slice, plan.steps - 1
+        S, Sb, last = plan.slice, plan.beats, plan.steps - 1
         stream = unit.stream
         room = Signal(name=f"room{h}")
         m.d.comb += room.eq(self.out.level + self.s1 + self.s1s < OUT_FIFO)
@@ -510,19 +535,19 @@ class _Engine:
         names = ("send_last", "round_last", "step_end", "start")
         send_last, round_last, step_end, start = (Signal(name=f"{s}{h}") for s in names)
         m.d.comb += [
-            send_last.eq(issue_s & (self.ks == S - 1)),
-            step_end.eq(issue_f & (self.k == S - 1)),
+            send_last.eq(issue_s & (self.ks == Sb - 1)),
+            step_end.eq(issue_f & (self.k == Sb - 1)),
             round_last.eq(step_end & (self.step == last)),
             self.ends.eq(round_last & (self.rnd == plan.rounds - 1)),
             start.eq((send_last | self.snd_ready) & (~self.fwd_on | round_last)),
         ]
         with m.If(issue_s):
-            m.d.sync += self.ks.eq(Mux(self.ks == S - 1, 0, self.ks + 1))
-            with m.If(self.ks == S - 1):
+            m.d.sync += self.ks.eq(Mux(self.ks == Sb - 1, 0, self.ks + 1))
+            with m.If(self.ks == Sb - 1):
                 m.d.sync += [self.snd_on.eq(0), self.snd_need.eq(self.snd_need + plan.load_items())]
         with m.If(issue_f):
             m.d.sync += self.k.eq(self.k + 1)
-            with m.If(self.k == S - 1):
+            with m.If(self.k == Sb - 1):
                 m.d.sync += [
                     self.k.eq(0),
                     self.step.eq(self.step + 1),
@@ -566,16 +591,19 @@ class _Engine:
     def _datapath(self, m, issue_s, issue_f) -> None:
         """Stage 0 reads the operand (a send word on the send's port, a popped word on the
         forward's); stage 1 is the ALU, the push to the link and the write back."""
-        unit, h, W, bits = self.unit, self.h, self.unit.words, self.unit.bits
+        unit, h, W, bits, w = self.unit, self.h, self.unit.words, self.unit.bits, self.unit.plan.lanes
         addr_s, addr_f = Signal.like(self.send_base, name=f"addr_s{h}"), Signal.like(self.cbase, name=f"addr_f{h}")
-        m.d.comb += [addr_s.eq(self.send_base + self.snd_off + self.ks), addr_f.eq(self.cbase + self.off + self.k)]
+        m.d.comb += [
+            addr_s.eq(self.send_base + self.snd_off + self.ks * w),
+            addr_f.eq(self.cbase + self.off + self.k * w),
+        ]
         m.d.comb += self.rs.addr.eq(self.row_of(addr_s))
         if self.rf is not None:
             m.d.comb += self.rf.addr.eq(self.row_of(addr_f))
         comb, write, push, _ = self.step_roles(self.step)
         s1_comb, s1_write, s1_push = Signal(name=f"s1_comb{h}"), Signal(name=f"s1_write{h}"), Signal(name=f"s1_push{h}")
         s1s_sel, s1_sel = Signal(max(1, len(self.sel_of(addr_s))), name=f"s1s_sel{h}"), Signal.like(self.sel_of(addr_f))
-        s1_row, s1_recv = Signal.like(self.row_of(addr_f), name=f"s1_row{h}"), Signal(bits, name=f"s1_recv{h}")
+        s1_row, s1_recv = Signal.like(self.row_of(addr_f), name=f"s1_row{h}"), Signal(bits * w, name=f"s1_recv{h}")
         m.d.sync += [
             self.s1s.eq(issue_s),
             s1s_sel.eq(self.sel_of(addr_s)),
@@ -588,9 +616,9 @@ class _Engine:
             m.d.sync += [s1_comb.eq(comb), s1_write.eq(write), s1_push.eq(push)]
 
         def word(port, sel):
-            return port.data.word_select(sel, bits) if W > 1 else port.data
+            return port.data.word_select(sel, bits * w) if W > w else port.data
 
-        val = Signal(bits, name=f"val{h}")
+        val = Signal(bits * w, name=f"val{h}")
         out = self.out
         m.d.comb += [
             val.eq(Mux(s1_comb, unit.alu(s1_recv, word(self.rf, s1_sel)), s1_recv) if self.rf is not None else s1_recv),
@@ -603,14 +631,15 @@ class _Engine:
         ]
         # the write to the result memory is registered (stage 2): the store reads a final
         # slice three cycles after its last pop at the earliest, so it still sees the write
-        w2_row, w2_val = Signal.like(s1_row, name=f"w2_row{h}"), Signal(bits, name=f"w2_val{h}")
+        w2_row, w2_val = Signal.like(s1_row, name=f"w2_row{h}"), Signal(bits * w, name=f"w2_val{h}")
         w2_en = Signal(W, name=f"w2_en{h}")
+        lanes = Const((1 << w) - 1, W)  # the beat's words of the row
         m.d.sync += [
             w2_row.eq(s1_row),
             w2_val.eq(val),
-            w2_en.eq(Mux(self.s1 & s1_write, (Const(1, W) << s1_sel)[:W], 0)),
+            w2_en.eq(Mux(self.s1 & s1_write, (lanes << (s1_sel * w))[:W], 0)),
         ]
-        m.d.comb += [self.wp.addr.eq(w2_row), self.wp.data.eq(Cat(*([w2_val] * W))), self.wp.en.eq(w2_en)]
+        m.d.comb += [self.wp.addr.eq(w2_row), self.wp.data.eq(Cat(*([w2_val] * (W // w)))), self.wp.en.eq(w2_en)]
 
 
 class _LoadStore:

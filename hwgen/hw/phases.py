@@ -53,11 +53,11 @@ def members(rings, addr_bits: int) -> dict:
         for a in getattr(r, "axes", ()) or (r.axis,):
             out[f"pe_{a}"] = In(range(r.p))
         out[f"base_{r.dst}"] = In(addr_bits)
-    bits = rings[0].dtype.bits
+    bits, lanes = rings[0].dtype.bits, _lanes(rings)
     for links in axes_links(rings).values():
         for tx, rx in links:
-            out[tx] = Out(link_signature(bits, 1))
-            out[rx] = In(link_signature(bits, 1))
+            out[tx] = Out(link_signature(bits, lanes))
+            out[rx] = In(link_signature(bits, lanes))
     return out
 
 
@@ -126,12 +126,17 @@ def elaborate(m, pe, stages: list, bases: dict) -> None:
             users = [(r, c, h) for r, c in on for h, q in enumerate(ring_links(r)) if q == pair]
             depth, latency = max(r.depth for r, _, _ in users), users[0][0].latency
             users = [(c, h) for _, c, h in users]
-            m.submodules[f"{txname}"] = tx = LinkTx(bits, 1, depth, latency)
-            m.submodules[f"{rxname}"] = rx = LinkRx(bits, 1, depth, latency)
+            m.submodules[f"{txname}"] = tx = LinkTx(bits, _lanes(rings), depth, latency)
+            m.submodules[f"{rxname}"] = rx = LinkRx(bits, _lanes(rings), depth, latency)
             txs = [getattr(c, f"tx{h}") for c, h in users]
             _share(m, txs, tx.i, [getattr(c, f"rx{h}") for c, h in users], rx.o)
             wiring.connect(m, tx.link, wiring.flipped(getattr(pe, txname)))
             wiring.connect(m, wiring.flipped(getattr(pe, rxname)), rx.link)
+
+
+def _lanes(rings) -> int:
+    """Words per link beat: the ring phases' (all of one mesh, so one value; 1 without any)."""
+    return max((r.lanes for r in rings if not isinstance(r, CopyPlan)), default=1)
 
 
 def _position(coord, order: tuple):

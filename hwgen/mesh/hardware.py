@@ -125,8 +125,6 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
         if not a.isidentifier() or not a.isascii():
             refuse(f"the axis name {a!r} must be a plain identifier (it names Verilog ports)")
     link = kernel.link or LinkConfig()
-    if link.words_per_cycle != 1:
-        refuse("links of more than one word per cycle are not built yet")
     if len(prog.results) != 1:
         refuse("the kernel must have exactly one result")
     res = prog.results[0]
@@ -244,12 +242,18 @@ def _collective(coll, mesh, link, dram, arrays: tuple, refuse, what: str, name: 
     if n % p:
         refuse(f"the ring size {p} must divide the reduced length {n}", coll.loc)
     m = v.shape[0]  # the operand's words
+    w = link.words_per_cycle
+    wide = (
+        f"; links of {w} words a cycle need DRAM beats of at least {2 * w} words and blocks of whole link beats"
+        if w > 1
+        else ""
+    )
     if kind in ("permute", "all_to_all"):
-        rings = _moves(kind, n, p, moves, (mesh, link.latency), dtype, src, dst, dram, axes[0])
+        rings = _moves(kind, n, p, moves, (mesh, link), dtype, src, dst, dram, axes[0])
         if rings is None:
             raise UnsupportedError(
                 f"cannot {what} kernel '{name}': the {coll.kind} along '{axes[0]}' moves blocks of "
-                f"{n // p} words, which must be a multiple of the DRAM beat ({dram.words_per_cycle} words)",
+                f"{n // p} words, which must be a multiple of the DRAM beat ({dram.words_per_cycle} words){wide}",
                 coll.loc,
             )
         return CollectivePlan(kind, axes, n, tuple(rings), tuple(perm), coll.loc)
@@ -261,7 +265,7 @@ def _collective(coll, mesh, link, dram, arrays: tuple, refuse, what: str, name: 
         raise UnsupportedError(
             f"cannot {what} kernel '{name}': the {step.replace('_', '-')} along '{a}' of "
             f"{whole} words needs each of its {q} blocks to be a multiple of the DRAM beat "
-            f"({dram.words_per_cycle} words){need if step == 'all_gather' else ''}",
+            f"({dram.words_per_cycle} words){need if step == 'all_gather' else ''}{wide}",
             coll.loc,
         )
     if kind == "all_reduce" and len(axes) > 1 and len({mesh.shape[a] for a in axes}) == 1:
@@ -296,7 +300,11 @@ def _ring_phases(kind: str, op: str, orders: list, m: int, mesh, link, dtype, na
         if whole % (q * len(orders)) == 0:
             latency, order, one_way = mesh.hop_latency(a, link.latency), _order(mesh, a), mesh.one_way(a)
             ring = ring_plan(
-                whole, q, latency, step, op, dtype, src, dst, dram, a, axes=group_axes, order=order, one_way=one_way
+                *(whole, q, latency, step, op, dtype, src, dst, dram, a),
+                axes=group_axes,
+                order=order,
+                one_way=one_way,
+                lanes=link.words_per_cycle,
             )
         if ring is None:
             return step, a, whole, q
@@ -318,7 +326,7 @@ def _order(mesh, axis: str) -> tuple:
 
 def _moves(kind: str, n: int, p: int, perm, links: tuple, dtype, src: str, dst: str, dram, axis: str):
     """The phases of a permutation or an all-to-all along one axis of p PEs, blocks of n / p
-    words, on `links` (the mesh, the link latency): one per distance k = (destination -
+    words, on `links` (the mesh, its LinkConfig): one per distance k = (destination -
     source) mod p of its (source, destination) block pairs `perm` (ring positions), k = 0
     first (a BlockCopy: the block a PE keeps), each other k a permute by that shift
     (ring_plan). The first phase writes zeros on the PEs that receive
@@ -330,8 +338,8 @@ def _moves(kind: str, n: int, p: int, perm, links: tuple, dtype, src: str, dst: 
 
     from ..hw.copy import CopyPlan
 
-    mesh, latency = links
-    order, one_way, latency = _order(mesh, axis), mesh.one_way(axis), mesh.hop_latency(axis, latency)
+    mesh, link = links
+    order, one_way, latency = _order(mesh, axis), mesh.one_way(axis), mesh.hop_latency(axis, link.latency)
     block = n // p
     if block % dram.words_per_cycle:
         return None
@@ -347,7 +355,10 @@ def _moves(kind: str, n: int, p: int, perm, links: tuple, dtype, src: str, dst: 
             plan = CopyPlan(block, p, dtype, src, dst, axis, *shifts, receivers=receivers, quiet=bool(out), order=order)
         else:
             plan = ring_plan(
-                n, p, latency, "permute", "add", dtype, src, dst, dram, axis, tuple(pairs), order=order, one_way=one_way
+                *(n, p, latency, "permute", "add", dtype, src, dst, dram, axis, tuple(pairs)),
+                order=order,
+                one_way=one_way,
+                lanes=link.words_per_cycle,
             )
             if plan is None:
                 return None
@@ -406,16 +417,18 @@ def ring_plan(
     axes=(),
     order=(),
     one_way=False,
+    lanes=1,
 ):
     """The fastest RingPlan (by model.ring_collective_cycles) for a collective `kind` of an
     n-word vector on p PEs (a permute: by the (source, destination) pairs `perm`, one shift;
-    `axes`: a unit of a group per axis, each on n / len(axes) words): one or two directions
-    per group (E > 1 engines in all need beats of at least 2 E words: the DRAM side then
-    moves words at twice the rate the engines use them, so a burst of final slices never
-    delays the end; a permute goes the shorter way round, or both when that is half the
-    ring; `one_way`: one way only, on a zigzag ring of `order`), and a slice dividing the
-    chunk, at most ring_fifo's largest. None when no plan fits the DRAM beat
-    (collective.RingCollective's conditions)."""
+    `axes`: a unit of a group per axis, each on n / len(axes) words) over links of `lanes`
+    words a cycle: one or two directions per group (E engines moving E * lanes words a cycle
+    in all need, when that is more than one, DRAM beats of at least twice as many words: the
+    DRAM side then moves words at twice the rate the engines use them, so a burst of final
+    slices never delays the end; a permute goes the shorter way round, or both when that is
+    half the ring; `one_way`: one way only, on a zigzag ring of `order`), and a slice of whole
+    link beats dividing the chunk, at most ring_fifo's largest in beats. None when no plan
+    fits the DRAM beat (collective.RingCollective's conditions)."""
     from ..model import RING_HOP, ring_collective_cycles
 
     depth, most = ring_fifo(latency)
@@ -432,20 +445,22 @@ def ring_plan(
     groups = max(1, len(axes))
     for dirs, hops, reverse in ways:
         engines = dirs * groups
-        if engines > 1 and W < 2 * engines or n % (engines * p) or (n // engines) % W:
+        rate = engines * lanes  # words the engines move a cycle
+        if rate > 1 and W < 2 * rate or n % (engines * p) or (n // engines) % W:
             continue
         chunk = n // engines // p
-        if chunk % W and (engines > 1 or kind != "all_reduce") or kind == "all_gather" and W < 2 * engines:
+        if chunk % W and (engines > 1 or kind != "all_reduce") or kind == "all_gather" and W < 2 * rate:
             continue  # an all-gather's own slices come in bursts: its writes need twice the rate
         hop = latency + RING_HOP
-        for s in range(1, min(chunk, most) + 1):
-            if kind == "permute" and hops > 1 and s < min(hop, chunk):
+        for s in range(lanes, min(chunk, most * lanes) + 1, lanes):
+            if kind == "permute" and hops > 1 and s // lanes < min(hop, chunk // lanes):
                 continue  # the model is not exact for a multi-hop permute whose slice is shorter than a hop
             if chunk % s == 0:
                 plan = RingPlan(
                     *(n, p, s, depth, latency, op, dtype, src, dst, dirs, kind, axis, hops, reverse, receivers),
                     axes=axes,
                     order=order,
+                    lanes=lanes,
                 )
                 key = (ring_collective_cycles(plan, dram), -dirs, -s)
                 if best is None or key < best[0]:
@@ -505,14 +520,16 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None, target=None)
         # a wire module per hop latency: a link's, and on a mesh's zigzag rings two links'
         hops = {a: mp.mesh.hop_latency(a, link.latency) for a in mp.mesh.axis_names}
         modules = {lat: f"{name}_wire" + ("" if lat == link.latency else "2") for lat in sorted(set(hops.values()))}
-        wire_v = "\n".join(to_verilog(LinkWire(bits, 1, lat), mod) for lat, mod in modules.items())
+        lanes = link.words_per_cycle
+        wire_v = "\n".join(to_verilog(LinkWire(bits, lanes, lat), mod) for lat, mod in modules.items())
     wires = {a: modules[lat] for a, lat in hops.items()}
-    top_v = mesh_top_verilog(name, pe_ports(top), mp.mesh, f"{name}_pe", wires, bits)
+    top_v = mesh_top_verilog(name, pe_ports(top), mp.mesh, f"{name}_pe", wires, bits * lanes)
     link_bound = 0  # the collectives run one after another: the sum of their bounds
     for c in mp.collectives:
         group = math.prod(mp.mesh.shape[a] for a in c.axes)
         hops, wraps = getattr(c.phases[0], "hops", 0), mp.mesh.topology != "mesh"
-        link_bound += mesh_link_bound(c.kind, c.words, group, len(c.axes), hops, c.pairs, wraps)
+        words = mesh_link_bound(c.kind, c.words, group, len(c.axes), hops, c.pairs, wraps)  # at a word a cycle
+        link_bound += -(-words // link.words_per_cycle)
     model = predict_mesh(compiled, dram, link_bound)
     collectives = [
         {"kind": c.kind, "axes": list(c.axes), "op": c.op, "phases": [_phase_report(r) for r in c.phases]}
@@ -529,7 +546,7 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None, target=None)
         },
         "link": {
             "latency": link.latency,
-            "words_per_cycle": 1,
+            "words_per_cycle": link.words_per_cycle,
             "fifo_depth": max((r.depth for r in ring_phases), default=0),
         },
         "collectives": collectives,
