@@ -552,6 +552,36 @@ def mesh_link_bound(kind: str, n: int, group: int, axes: int, hops: int = 0, pai
     return math.ceil(sends / (2 * axes * group))
 
 
+def mesh_route_bound(pairs, sizes: tuple, block: int, wraps: bool = True) -> int:
+    """Cycles a permutation over several axes (of `sizes`; PEs numbered row-major, the first
+    axis major) needs at least, its (source, destination) `pairs` each moving a block of
+    `block` words, one word per cycle a link: the hop-words of every block over its shortest
+    way (per axis the shorter way round on a torus, straight on a mesh) spread over every
+    link, and each block into its destination over that PE's links in."""
+
+    def coords(g):
+        out = []
+        for q in reversed(sizes):
+            out.append(g % q)
+            g //= q
+        return out[::-1]
+
+    p = math.prod(sizes)
+    hops, into = 0, 0.0
+    for s, d in pairs:
+        cs, cd = coords(s), coords(d)
+        if wraps:
+            hops += sum(min((y - x) % q, (x - y) % q) for x, y, q in zip(cs, cd, sizes))
+            degree = 2 * len(sizes)
+        else:
+            hops += sum(abs(y - x) for x, y in zip(cs, cd))
+            degree = sum((c > 0) + (c < q - 1) for c, q in zip(cd, sizes))
+        if s != d:
+            into = max(into, block / degree)
+    links = 2 * len(sizes) * p if wraps else sum(2 * (q - 1) * (p // q) for q in sizes)
+    return math.ceil(max(hops * block / links, into))
+
+
 COPY_EXTRA = 5  # BlockCopy: cycles beyond its beats and the DRAM latency, go to done
 
 

@@ -397,9 +397,6 @@ def test_mesh_hardware_refusals_name_the_reason_and_the_line():
     refused(err, "the axis name 'r-1' must be a plain identifier (it names Verilog ports)", "kernel")
     err = hardware_error(lambda b: hw.all_gather(b, "y", axis=1), out_specs=hw.P("x"))  # L:axis1
     refused(err, "hw.all_gather must gather along axis 0", "axis1")
-    shift = [(i, (i + 1) % 8) for i in range(8)]
-    err = hardware_error(lambda b: hw.ppermute(b, ("x", "y"), shift))  # L:two-axes
-    refused(err, "hw.ppermute must run over one axis", "two-axes")
     err = hardware_error(lambda b: hw.all_to_all(b, ("x", "y"), 0, 0, tiled=True))  # L:a2a-two-axes
     refused(err, "hw.all_to_all must run over one axis", "a2a-two-axes")
     fold = lambda b: hw.psum(hw.multifold(8, hw.zeros(4, int32), lambda i: (b[i], 1)), "x")  # noqa: E731  # L:checked

@@ -237,22 +237,21 @@ def test_ring_of_eight():
 
 @pytest.mark.parametrize("method", ["build", "elaborate", "simulate", "verify", "synthesize"])
 def test_mesh_hardware_is_refused(method):
-    grid = hw.Mesh((2, 4), ("x", "y"), topology="mesh")
-    perm = [(i, (i + 1) % 8) for i in range(8)]  # over both axes: not built yet
+    grid = hw.Mesh((2, 4), ("x", "y"), topology="mesh")  # an all-to-all over two axes: not built yet
 
     @hw.kernel(mesh=grid)
-    def k(a: hw.Array[int32, 8]) -> hw.Array[int32, 8]:
+    def k(a: hw.Array[int32, 64]) -> hw.Array[int32, 64]:
         def body(b):
-            return hw.ppermute(b, ("x", "y"), perm)  # L:refused
+            return hw.all_to_all(b, ("x", "y"), 0, 0, tiled=True)  # L:refused
 
         return hw.shard_map(body, mesh=grid, in_specs=hw.P(("x", "y")), out_specs=hw.P(("x", "y")))(a)
 
-    args = (np.zeros(8, np.int32),) if method in ("simulate", "verify") else ()
+    args = (np.zeros(64, np.int32),) if method in ("simulate", "verify") else ()
     with pytest.raises(hw.UnsupportedError) as e:
         getattr(k, method)(*args)
     verb = "build" if method == "synthesize" else method  # synthesis builds first
     assert e.value.message.startswith(
-        f"cannot {verb} kernel 'k' on mesh 2x4 mesh (x, y): hw.ppermute must run over one axis"
+        f"cannot {verb} kernel 'k' on mesh 2x4 mesh (x, y): hw.all_to_all must run over one axis"
     )
     assert e.value.message.endswith("the golden model k(*arrays) works")
     assert e.value.file == __file__

@@ -133,8 +133,9 @@ class RingPlan:
     axis: str = "x"  # the mesh axis the ring runs along (its link port names)
     hops: int = 0  # a permute's: how far each block goes (along engine 0's way)
     reverse: bool = False  # a one-way permute whose engine sends to the previous PE
-    receivers: int = 0  # a permute's destinations, a bit per ring position (the others get zeros)
+    receivers: int = -1  # a permute's destinations, a bit per PE of rx_axes (-1: all; the others get zeros)
     quiet: bool = False  # a permute whose non-receivers write nothing (instead of zeros)
+    rx_axes: tuple = ()  # (axis, size) pairs whose PEs `receivers` numbers (row-major, by coordinate)
     src_shift: int | None = None  # operand: block (x + src_shift) mod p of an array of p blocks
     dst_shift: int | None = None  # result: block (x + dst_shift) mod p of an array of p blocks
     axes: tuple = ()  # a unit of several groups: each group's axis (axes[0] == axis)
@@ -244,10 +245,27 @@ def ring_links(plan: RingPlan) -> list:
     return out
 
 
-def phase_members(p: int, addr_bits: int, data_bits: int, words: int) -> dict:
+def masked(plan) -> bool:
+    """Whether some PEs of a permute or copy phase receive nothing (`receivers`, a bit per PE
+    of its `rx_axes`, which it must then name): its unit then has a `receives` input, high on
+    the PEs that do."""
+    if plan.kind not in ("permute", "copy") or plan.receivers == -1:
+        return False
+    pes = 1
+    for _, q in plan.rx_axes:
+        pes *= q
+    if not plan.rx_axes or plan.receivers >> pes:
+        raise ValueError(f"receivers {plan.receivers:#x} need rx_axes numbering at least as many PEs")
+    return True
+
+
+def phase_members(plan, addr_bits: int, data_bits: int, words: int) -> dict:
     """The members every collective phase unit has (hw/phases.py wires them): go, done, the
-    PE's coordinate along its axis of p PEs, its arrays' bases, and its arbiter client ports."""
+    PE's coordinate along its axis of p PEs, its arrays' bases, its arbiter client ports, and
+    `receives` when the plan is masked."""
+    p = plan.p
     return {
+        **({"receives": In(1)} if masked(plan) else {}),
         "go": In(1),
         "done": Out(1),
         "pe_x": In(range(p)),
@@ -297,7 +315,7 @@ class RingCollective(wiring.Component):
         self.bits, self.signed = plan.dtype.bits, plan.dtype.signed
         self.words, self.dram_bits, self.addr_bits = words, dram_bits, addr_bits
         data_bits = words * dram_bits
-        members = phase_members(p, addr_bits, data_bits, words)
+        members = phase_members(plan, addr_bits, data_bits, words)
         for g in range(1, plan.groups):
             members[f"pe_x{g}"] = In(range(p))
         for h in range(H):
@@ -731,12 +749,11 @@ class _LoadStore:
             data = Mux(st1_turn == h, rows[h], data)
         plan = unit.plan
         mask = Const((1 << W) - 1, W)
-        if plan.kind == "permute" and plan.receivers != (1 << plan.p) - 1:  # no source
-            receives = (Const(plan.receivers, plan.p) >> engines[0].x)[0]
+        if masked(plan):  # PEs with no source: unit.receives low
             if plan.quiet:  # leave the result as it is
-                mask = Mux(receives, mask, 0)
+                mask = Mux(unit.receives, mask, 0)
             else:  # zeros
-                data = Mux(receives, data, 0)
+                data = Mux(unit.receives, data, 0)
         m.d.comb += [
             wq.w_en.eq(st1),
             wq.w_data.eq(Cat(*(_widen(data[j * bits : (j + 1) * bits], unit.dram_bits) for j in range(W)), st1_addr)),

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFO
 
-from .collective import phase_members
+from .collective import masked, phase_members
 
 
 @dataclass(frozen=True)
@@ -43,8 +43,9 @@ class CopyPlan:
     src_shift: int | None = 0
     dst_shift: int | None = 0
     kind: str = "copy"
-    receivers: int = -1  # the PEs that copy, a bit per ring position (-1: all)
+    receivers: int = -1  # the PEs that copy, a bit per PE of rx_axes (-1: all)
     quiet: bool = False  # the others write nothing (else zeros)
+    rx_axes: tuple = ()  # (axis, size) pairs whose PEs `receivers` numbers (row-major, by coordinate)
     order: tuple = ()  # the axis' ring order (RingPlan.order): x is the PE's position in it
 
     @property
@@ -72,7 +73,7 @@ class BlockCopy(wiring.Component):
         self.plan, self.words, self.beats = plan, words, plan.words // words
         # room for every answer in flight at the DRAM's latency: reads never wait for writes
         self.depth = min(self.beats, 1 << (latency + 4).bit_length())
-        super().__init__(phase_members(plan.p, addr_bits, words * dram_bits, words))
+        super().__init__(phase_members(plan, addr_bits, words * dram_bits, words))
 
     def elaborate(self, platform):
         m = Module()
@@ -96,7 +97,7 @@ class BlockCopy(wiring.Component):
         # writes: the queue's head to the same offset from dst
         copies = Signal()  # this PE is one of the receivers
         with m.If(self.go):
-            m.d.sync += copies.eq((Const(self.plan.receivers % (1 << self.plan.p), self.plan.p) >> self.pe_x)[0])
+            m.d.sync += copies.eq(self.receives if masked(self.plan) else 1)
         mask = Mux(copies, (1 << W) - 1, 0) if self.plan.quiet else (1 << W) - 1
         data = q.r_data if self.plan.quiet else Mux(copies, q.r_data, 0)
         m.d.comb += [

@@ -4,9 +4,10 @@ RingCollective units (collective.py), and BlockCopy units (copy.py) for the bloc
 all-to-all or a permutation keeps, e.g. a psum over two axes of a torus as a reduce-scatter
 along the first, an all-reduce along the second and an all-gather along the first
 (mesh/hardware.py plans them). Each phase unit (`ring<k>`, numbered over all collectives) is
-a read and a write client of the PE's DRAM arbiter; phase k reads the array phase k - 1
-wrote, the first the array the program stored, and the last writes the collective's result,
-which the program may read after it.
+a read and a write client of the PE's DRAM arbiter; a phase reads the array the program
+stored or one an earlier phase wrote (its plan's `src`: a reduction's phase k reads phase
+k - 1's, a permute's phases read the operand or a route's scratch array), and the last
+writes the collective's result, which the program may read after it.
 
 Every phase runs along one mesh axis a (a unit of several groups: each group along its own),
 on the PE's links of that axis: one pair per direction, `<a>_next_tx` / `<a>_prev_rx` (to
@@ -29,7 +30,7 @@ from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .collective import RingCollective, ring_links
+from .collective import RingCollective, masked, ring_links
 from .copy import BlockCopy, CopyPlan
 from .link import LinkRx, LinkTx, link_signature
 
@@ -52,6 +53,8 @@ def members(rings, addr_bits: int) -> dict:
     for r in rings:
         for a in getattr(r, "axes", ()) or (r.axis,):
             out[f"pe_{a}"] = In(range(r.p))
+        for a, q in r.rx_axes:
+            out[f"pe_{a}"] = In(range(q))
         out[f"base_{r.dst}"] = In(addr_bits)
     bits, lanes = rings[0].dtype.bits, _lanes(rings)
     for links in axes_links(rings).values():
@@ -114,6 +117,8 @@ def elaborate(m, pe, stages: list, bases: dict) -> None:
                 coll.dst_base.eq(dst[r.dst] + _offset(x, r.dst_shift, r.p, block, r.order)),
             ]
             m.d.comb += coll.pe_x.eq(x)
+            if masked(r):
+                m.d.comb += coll.receives.eq(_receives(pe, r))
             for g, a in enumerate(getattr(r, "axes", ())[1:], 1):
                 m.d.comb += getattr(coll, f"pe_x{g}").eq(_position(getattr(pe, f"pe_{a}"), r.order))
             go = coll.done
@@ -134,9 +139,23 @@ def elaborate(m, pe, stages: list, bases: dict) -> None:
             wiring.connect(m, wiring.flipped(getattr(pe, rxname)), rx.link)
 
 
+def _receives(pe, r):
+    """Whether PE `pe` is one of the phase's `receivers` (a bit per PE of its rx_axes,
+    numbered row-major by coordinate)."""
+    index, stride = Const(0, 1), 1
+    for a, q in reversed(r.rx_axes):
+        index = index + getattr(pe, f"pe_{a}") * stride
+        stride *= q
+    return (Const(r.receivers % (1 << stride), stride) >> index)[0]
+
+
 def _lanes(rings) -> int:
-    """Words per link beat: the ring phases' (all of one mesh, so one value; 1 without any)."""
-    return max((r.lanes for r in rings if not isinstance(r, CopyPlan)), default=1)
+    """Words per link beat: the ring phases' (all of one mesh's links, so one value; 1
+    without any)."""
+    lanes = {r.lanes for r in rings if not isinstance(r, CopyPlan)}
+    if len(lanes) > 1:
+        raise ValueError(f"the ring phases of one PE share its links: one link width, not {sorted(lanes)}")
+    return lanes.pop() if lanes else 1
 
 
 def _position(coord, order: tuple):

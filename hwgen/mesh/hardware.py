@@ -17,7 +17,8 @@ collectives: the part before collective k stores its operand to a DRAM array (`p
 the collective (a loops.Collective in the program's root sequence) runs as phases
 (hw/phases.py), each a RingCollective unit (hw/collective.py) along one axis, or a BlockCopy
 (hw/copy.py) of the block a permutation or all-to-all keeps on the PE, into the kernel's
-result array or an array (`collective<k>`) the later parts read (`phase_list`, `_moves`;
+result array or an array (`collective<k>`) the later parts read (`phase_list`, `_moves`: a
+permute's routes over several axes pass through scratch arrays `route<k>`;
 ring_plan picks each ring phase's directions and slice by the fastest predicted cycles).
 Every PE has the same DRAM layout. On a mesh without wraparound (topology "mesh") each axis'
 ring is its zigzag (Mesh.ring_order), one way round, each hop two links long (Mesh.hop_latency):
@@ -223,16 +224,13 @@ def _collective(coll, mesh, link, dram, arrays: tuple, refuse, what: str, name: 
     if kind == "all_gather" and coll.param("axis") != 0:
         refuse("hw.all_gather must gather along axis 0", coll.loc)
     perm = coll.param("perm") if kind == "permute" else ()
-    if kind in ("permute", "all_to_all") and len(axes) != 1:
+    if kind == "all_to_all" and len(axes) != 1:
         refuse(f"hw.{coll.kind} must run over one axis", coll.loc)
     if kind == "all_to_all" and (coll.param("split"), coll.param("concat")) != (0, 0):
         refuse("hw.all_to_all must split and concatenate along axis 0", coll.loc)
     p = math.prod(mesh.shape[a] for a in axes)  # the group's PEs
     if kind == "all_to_all":
         perm = tuple((s, (s + k) % p) for k in range(p) for s in range(p))
-    order = _order(mesh, axes[0])
-    at = {c: r for r, c in enumerate(order)}  # coordinate -> ring position
-    moves = tuple((at[s], at[d]) for s, d in perm) if order else perm
     n = v.shape[0] * (p if kind in ("all_gather", "permute") else 1)  # the whole vector's words
     dtype = v.dtype
     if dtype.is_bool:
@@ -249,10 +247,12 @@ def _collective(coll, mesh, link, dram, arrays: tuple, refuse, what: str, name: 
         else ""
     )
     if kind in ("permute", "all_to_all"):
-        rings = _moves(kind, n, p, moves, (mesh, link), dtype, src, dst, dram, axes[0])
+        # JAX numbers a permutation's group over several axes in the mesh's axis order
+        group = tuple(a for a in mesh.axis_names if a in axes)
+        rings = _moves(kind, n, group, perm, (mesh, link), dtype, (src, dst, taken), dram)
         if rings is None:
             raise UnsupportedError(
-                f"cannot {what} kernel '{name}': the {coll.kind} along '{axes[0]}' moves blocks of "
+                f"cannot {what} kernel '{name}': the {coll.kind} over {', '.join(axes)} moves blocks of "
                 f"{n // p} words, which must be a multiple of the DRAM beat ({dram.words_per_cycle} words){wide}",
                 coll.loc,
             )
@@ -324,46 +324,82 @@ def _order(mesh, axis: str) -> tuple:
     return () if order == tuple(range(len(order))) else order
 
 
-def _moves(kind: str, n: int, p: int, perm, links: tuple, dtype, src: str, dst: str, dram, axis: str):
-    """The phases of a permutation or an all-to-all along one axis of p PEs, blocks of n / p
-    words, on `links` (the mesh, its LinkConfig): one per distance k = (destination -
-    source) mod p of its (source, destination) block pairs `perm` (ring positions), k = 0
-    first (a BlockCopy: the block a PE keeps), each other k a permute by that shift
-    (ring_plan). The first phase writes zeros on the PEs that receive
-    nothing in it; the later ones leave them be, so a PE with no source ends with zeros. An
-    all-to-all's phase k moves block x + k of PE x's operand to block x of PE x + k's result
-    (src_shift k, dst_shift -k); a permutation's blocks are the whole operand and result.
-    None when a block is not whole DRAM beats."""
+def _moves(kind: str, n: int, axes: tuple, perm, links: tuple, dtype, arrays: tuple, dram):
+    """The phases of a permutation or an all-to-all over `axes` (p PEs in all, numbered
+    row-major over them: the caller gives them in the mesh's order, as JAX numbers them),
+    blocks of n / p words, on `links` (the mesh, its LinkConfig), from the DRAM array `src`
+    to `dst` (`arrays`: src, dst and the names taken).
+    Its (source, destination) block pairs `perm` go by their displacement: per axis, the
+    distance (destination - source) mod q in ring positions (Mesh.ring_order). All pairs of
+    one displacement move together, zero first (a BlockCopy: the block a PE keeps), then each
+    other displacement as a ring permute by its distance along each axis it moves on, one
+    axis after another in the axes' order (dimension-ordered routes: a move along an axis
+    before the last lands in a scratch array `route<k>` of every PE, which the next axis'
+    permute reads). The last phase of each displacement writes only on its destinations
+    (`receivers`, a bit per PE of the group): the first displacement's writes zeros on the
+    others, the later ones leave them be, so a PE with no source ends with zeros. An
+    all-to-all (one axis) moves block x + k of PE x's operand to block x of PE x + k's result
+    in its phase of distance k (src_shift k, dst_shift -k); a permutation's blocks are the
+    whole operand and result. None when a block is not whole DRAM beats or a permute fits no
+    ring plan (ring_plan: links of w words need DRAM beats of at least 2 w words)."""
     from dataclasses import replace
 
     from ..hw.copy import CopyPlan
 
     mesh, link = links
-    order, one_way, latency = _order(mesh, axis), mesh.one_way(axis), mesh.hop_latency(axis, link.latency)
+    src, dst, taken = arrays
+    sizes = [mesh.shape[a] for a in axes]
+    p = math.prod(sizes)
     block = n // p
     if block % dram.words_per_cycle:
         return None
+    position = [{c: r for r, c in enumerate(mesh.ring_order(a))} for a in axes]
+
+    def coords(g: int) -> list:
+        out = []
+        for q in reversed(sizes):
+            out.append(g % q)
+            g //= q
+        return out[::-1]
+
     groups: dict = {}
     for s, d in perm:
-        groups.setdefault((d - s) % p, []).append((s, d))
+        cs, cd = coords(s), coords(d)
+        delta = tuple((at[y] - at[x]) % q for at, x, y, q in zip(position, cs, cd, sizes))
+        groups.setdefault(delta, []).append((s, d))
+    scratch = [_fresh(f"route{k}", set(taken) | {src, dst}) for k in range(2)]
+    taken.update(scratch if len(axes) > 1 else ())
+    q0 = mesh.shape[axes[0]]
+    if not groups:  # no pairs: zeros everywhere
+        rx = tuple(zip(axes, sizes))
+        return [CopyPlan(block, q0, dtype, src, dst, axes[0], None, None, receivers=0, rx_axes=rx)]
     out = []
-    for k in sorted(groups):
-        pairs = groups[k]
-        receivers = sum(1 << d for _, d in pairs)
-        shifts = (k, -k) if kind == "all_to_all" else (None, None)
-        if k == 0:
-            plan = CopyPlan(block, p, dtype, src, dst, axis, *shifts, receivers=receivers, quiet=bool(out), order=order)
-        else:
+    for delta in sorted(groups):
+        dests = {d for _, d in groups[delta]}
+        receivers = -1 if len(dests) == p else sum(1 << d for d in dests)
+        rx_axes = tuple(zip(axes, sizes)) if receivers != -1 else ()
+        masks = {"receivers": receivers, "rx_axes": rx_axes, "quiet": bool(out)}
+        steps = [(a, k) for a, k in zip(axes, delta) if k]
+        if not steps:
+            shifts = (0, 0) if kind == "all_to_all" else (None, None)
+            out.append(CopyPlan(block, q0, dtype, src, dst, axes[0], *shifts, order=_order(mesh, axes[0]), **masks))
+            continue
+        read = src
+        for j, (a, k) in enumerate(steps):
+            q, last = mesh.shape[a], j == len(steps) - 1
+            write = dst if last else scratch[j % 2]
             plan = ring_plan(
-                *(n, p, latency, "permute", "add", dtype, src, dst, dram, axis, tuple(pairs)),
-                order=order,
-                one_way=one_way,
+                *(block * q, q, mesh.hop_latency(a, link.latency), "permute", "add", dtype, read, write, dram, a),
+                perm=((0, k),),
+                order=_order(mesh, a),
+                one_way=mesh.one_way(a),
                 lanes=link.words_per_cycle,
             )
             if plan is None:
                 return None
-            plan = replace(plan, quiet=bool(out), src_shift=shifts[0], dst_shift=shifts[1])
-        out.append(plan)
+            shifts = (k, -k) if kind == "all_to_all" else (None, None)
+            out.append(replace(plan, src_shift=shifts[0], dst_shift=shifts[1], **(masks if last else {})))
+            read = write
     return out
 
 
@@ -435,7 +471,7 @@ def ring_plan(
     W = dram.words_per_cycle
     if kind == "permute":
         k = (perm[0][1] - perm[0][0]) % p
-        receivers = sum(1 << d for _, d in perm)
+        receivers = -1  # everyone (the caller narrows it)
         ways = [(1, k, False), (1, p - k, True)] + ([(2, k, False)] if 2 * k == p else [])
     else:
         receivers, ways = 0, [(1, 0, False), (2, 0, False)]
@@ -502,7 +538,7 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None, target=None)
     from ..hw.link import LinkWire
     from ..hw.mesh_top import mesh_top_verilog, pe_ports
     from ..hw.top import Top
-    from ..model import mesh_link_bound, predict_mesh
+    from ..model import mesh_link_bound, mesh_route_bound, predict_mesh
     from ..passes import compile
     from ..verilog import to_verilog
 
@@ -528,7 +564,11 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None, target=None)
     for c in mp.collectives:
         group = math.prod(mp.mesh.shape[a] for a in c.axes)
         hops, wraps = getattr(c.phases[0], "hops", 0), mp.mesh.topology != "mesh"
-        words = mesh_link_bound(c.kind, c.words, group, len(c.axes), hops, c.pairs, wraps)  # at a word a cycle
+        if c.kind == "permute" and len(c.axes) > 1:
+            sizes = tuple(mp.mesh.shape[a] for a in c.axes)
+            words = mesh_route_bound(c.pairs, sizes, c.words // group, wraps)
+        else:  # at a word a cycle
+            words = mesh_link_bound(c.kind, c.words, group, len(c.axes), hops, c.pairs, wraps)
         link_bound += -(-words // link.words_per_cycle)
     model = predict_mesh(compiled, dram, link_bound)
     collectives = [

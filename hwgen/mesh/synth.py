@@ -1,7 +1,8 @@
 """Synthesis of a mesh kernel (hwgen/synth.py runs it): its resources by part.
 
 Every PE instantiates one PE module (`<kernel>_pe`), so the mesh is p copies of it plus a link
-wire module (`<kernel>_wire`: L flip-flop stages each way, no logic) per link. Synthesis places
+wire module (`<kernel>_wire`: L flip-flop stages each way, no logic; `<kernel>_wire2`, 2L + 1
+stages, for the two-link hops of a mesh's zigzag rings) per link. Synthesis places
 and routes the PE module in the usual harness (its Fmax is the mesh's: the wires are
 registers between PEs), and `parts` synthesizes, each on its own and flattened, the PE, its
 collective units (`ring<k>`) and its link senders and receivers, for their resources. The
