@@ -559,17 +559,12 @@ def mesh_route_bound(pairs, sizes: tuple, block: int, wraps: bool = True) -> int
     way (per axis the shorter way round on a torus, straight on a mesh) spread over every
     link, and each block into its destination over that PE's links in."""
 
-    def coords(g):
-        out = []
-        for q in reversed(sizes):
-            out.append(g % q)
-            g //= q
-        return out[::-1]
+    from .mesh.mesh import unravel
 
     p = math.prod(sizes)
     hops, into = 0, 0.0
     for s, d in pairs:
-        cs, cd = coords(s), coords(d)
+        cs, cd = unravel(s, sizes), unravel(d, sizes)
         if wraps:
             hops += sum(min((y - x) % q, (x - y) % q) for x, y, q in zip(cs, cd, sizes))
             degree = 2 * len(sizes)

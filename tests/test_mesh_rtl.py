@@ -476,7 +476,8 @@ def test_all_to_all_by_hand_on_a_ring_of_four():
     with np.errstate(over="ignore"):
         local = (a * 5).reshape(4, 4, 4)  # PE, destination block, words
     np.testing.assert_array_equal(sim.outputs.reshape(4, 4, 4), local.transpose(1, 0, 2))
-    with pytest.raises(hw.UnsupportedError, match="moves blocks of 2 words, which must be a multiple of the DRAM beat"):
+    narrow = "the all_to_all over x moves blocks of 2 words, which must be a multiple of the DRAM beat"
+    with pytest.raises(hw.UnsupportedError, match=narrow):
         a2a_kernel((4,), "x", 2).elaborate()
 
 

@@ -37,7 +37,7 @@ from ..lang.program import Program, Result
 from ..lang.signature import Port, raw_dtype
 from ..loops import Collective
 from ..timing import link_depth
-from .mesh import LinkConfig
+from .mesh import LinkConfig, unravel
 from .spmd import collectives_in_order
 
 # the body's collective -> (the ring unit's kind, its operation)
@@ -355,16 +355,9 @@ def _moves(kind: str, n: int, axes: tuple, perm, links: tuple, dtype, arrays: tu
         return None
     position = [{c: r for r, c in enumerate(mesh.ring_order(a))} for a in axes]
 
-    def coords(g: int) -> list:
-        out = []
-        for q in reversed(sizes):
-            out.append(g % q)
-            g //= q
-        return out[::-1]
-
     groups: dict = {}
     for s, d in perm:
-        cs, cd = coords(s), coords(d)
+        cs, cd = unravel(s, sizes), unravel(d, sizes)
         delta = tuple((at[y] - at[x]) % q for at, x, y, q in zip(position, cs, cd, sizes))
         groups.setdefault(delta, []).append((s, d))
     scratch = [_fresh(f"route{k}", set(taken) | {src, dst}) for k in range(2)]

@@ -88,7 +88,7 @@ class Mesh:
 
     def coords(self, pe: int) -> tuple:
         """The coordinates (one index per axis) of PE `pe`."""
-        return tuple(int(c) for c in _unravel(pe, self.axis_sizes))
+        return tuple(int(c) for c in unravel(pe, self.axis_sizes))
 
     def ring_order(self, axis: str) -> tuple:
         """The coordinates along `axis` in the order of its ring: 0, 1, ..., size - 1 on a
@@ -128,7 +128,8 @@ class Mesh:
         return f"hw.Mesh({self.axis_sizes}, {self.axis_names}, topology={self.topology!r})"
 
 
-def _unravel(pe: int, sizes: tuple) -> list:
+def unravel(pe: int, sizes: tuple) -> list:
+    """The coordinates of number `pe` over axes of `sizes`, row-major (the last axis fastest)."""
     out = []
     for s in reversed(sizes):
         out.append(pe % s)
