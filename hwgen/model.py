@@ -553,16 +553,16 @@ def mesh_link_bound(kind: str, n: int, group: int, axes: int, hops: int = 0, pai
 
 
 def mesh_route_bound(pairs, sizes: tuple, block: int, wraps: bool = True) -> int:
-    """Cycles a permutation over several axes (of `sizes`; PEs numbered row-major, the first
-    axis major) needs at least, its (source, destination) `pairs` each moving a block of
-    `block` words, one word per cycle a link: the hop-words of every block over its shortest
-    way (per axis the shorter way round on a torus, straight on a mesh) spread over every
-    link, and each block into its destination over that PE's links in."""
+    """Cycles a permutation or all-to-all over several axes (of `sizes`; PEs numbered
+    row-major, the first axis major) needs at least, its (source, destination) `pairs` each
+    moving a block of `block` words, one word per cycle a link: the hop-words of every block
+    over its shortest way (per axis the shorter way round on a torus, straight on a mesh)
+    spread over every link, and the blocks into each destination over that PE's links in."""
 
     from .mesh.mesh import unravel
 
     p = math.prod(sizes)
-    hops, into = 0, 0.0
+    hops, into = 0, {}
     for s, d in pairs:
         cs, cd = unravel(s, sizes), unravel(d, sizes)
         if wraps:
@@ -572,9 +572,9 @@ def mesh_route_bound(pairs, sizes: tuple, block: int, wraps: bool = True) -> int
             hops += sum(abs(y - x) for x, y in zip(cs, cd))
             degree = sum((c > 0) + (c < q - 1) for c, q in zip(cd, sizes))
         if s != d:
-            into = max(into, block / degree)
+            into[d] = into.get(d, 0) + block / degree
     links = 2 * len(sizes) * p if wraps else sum(2 * (q - 1) * (p // q) for q in sizes)
-    return math.ceil(max(hops * block / links, into))
+    return math.ceil(max(hops * block / links, *into.values(), 0))
 
 
 COPY_EXTRA = 5  # BlockCopy: cycles beyond its beats and the DRAM latency, go to done

@@ -237,12 +237,13 @@ def test_ring_of_eight():
 
 @pytest.mark.parametrize("method", ["build", "elaborate", "simulate", "verify", "synthesize"])
 def test_mesh_hardware_is_refused(method):
-    grid = hw.Mesh((2, 4), ("x", "y"), topology="mesh")  # an all-to-all over two axes: not built yet
+    grid = hw.Mesh((2, 4), ("x", "y"), topology="mesh")  # a collective of a scalar: not built yet
 
     @hw.kernel(mesh=grid)
     def k(a: hw.Array[int32, 64]) -> hw.Array[int32, 64]:
         def body(b):
-            return hw.all_to_all(b, ("x", "y"), 0, 0, tiled=True)  # L:refused
+            s = hw.psum(hw.sum(8, lambda i: b[i]), ("x", "y"))  # L:refused
+            return hw.map(8, lambda j: b[j] + s)
 
         return hw.shard_map(body, mesh=grid, in_specs=hw.P(("x", "y")), out_specs=hw.P(("x", "y")))(a)
 
@@ -251,7 +252,7 @@ def test_mesh_hardware_is_refused(method):
         getattr(k, method)(*args)
     verb = "build" if method == "synthesize" else method  # synthesis builds first
     assert e.value.message.startswith(
-        f"cannot {verb} kernel 'k' on mesh 2x4 mesh (x, y): hw.all_to_all must run over one axis"
+        f"cannot {verb} kernel 'k' on mesh 2x4 mesh (x, y): the operand of psum must be an array, not a scalar"
     )
     assert e.value.message.endswith("the golden model k(*arrays) works")
     assert e.value.file == __file__

@@ -427,10 +427,10 @@ def test_ppermute_any_permutation_as_phases_of_one_shift_each(perm, latency, dra
     assert kinds == ["copy" if k == 0 else "permute" for k in shifts]
 
 
-def a2a_kernel(shape, axis, block, latency=8, tiled=True):
+def a2a_kernel(shape, axis, block, latency=8, tiled=True, topology=None):
     names = ("x", "y")[: len(shape)]
-    mesh = hw.Mesh(shape, names, topology="ring" if len(shape) == 1 else "torus")
-    p, q = int(np.prod(shape)), shape[names.index(axis)]
+    mesh = hw.Mesh(shape, names, topology=topology or ("ring" if len(shape) == 1 else "torus"))
+    p, q = int(np.prod(shape)), int(np.prod([shape[names.index(a)] for a in np.atleast_1d(axis)]))
     spec = hw.P(names if len(names) > 1 else names[0])
 
     @hw.kernel(mesh=mesh, link=hw.LinkConfig(latency=latency))
@@ -468,6 +468,35 @@ def test_all_to_all_on_a_ring_and_along_one_axis_of_a_torus(shape, axis, block, 
     q = shape[names.index(axis)]
     kinds = [ph["kind"] for ph in sim.design.report["collective"]["phases"]]
     assert kinds == ["copy"] + ["permute"] * (q - 1)
+
+
+@pytest.mark.parametrize(
+    "shape, axes, topology, dram",
+    [
+        ((2, 4), ("x", "y"), "torus", DramConfig()),
+        ((2, 4), ("y", "x"), "mesh", DramConfig(jitter=7)),
+        ((3, 3), ("y", "x"), "mesh", DramConfig()),
+    ],
+)
+def test_all_to_all_over_two_axes(shape, axes, topology, dram):
+    """Member j of the group over `axes` (numbered in their order) gets block j of every
+    member: the blocks go by displacement, each along x then y through a scratch array, read
+    at the destination's block and written at the source's."""
+    k = a2a_kernel(shape, axes, 8, latency=3, topology=topology)
+    p = int(np.prod(shape))
+    a = wide(8 * p * p)
+    sim = k.verify(a, dram=dram)
+    with np.errstate(over="ignore"):
+        grid = (a * 5).reshape(shape + (p, 8))  # (PE coordinates, destination block, words)
+    # the group index of PE (x, y) over `axes`, and the PE of group index j
+    index = lambda c: c[1] * shape[0] + c[0] if axes == ("y", "x") else c[0] * shape[1] + c[1]  # noqa: E731
+    member = {index(c): c for c in np.ndindex(shape)}
+    want = np.stack([np.stack([grid[member[s]][index(c)] for s in range(p)]) for c in np.ndindex(shape)])
+    np.testing.assert_array_equal(sim.outputs, want.reshape(-1))
+    if not dram.jitter:
+        check(sim, want.reshape(-1))
+    phases = sim.design.report["collective"]["phases"]
+    assert phases[0]["kind"] == "copy" and len(phases) > p
 
 
 def test_all_to_all_by_hand_on_a_ring_of_four():

@@ -97,6 +97,7 @@ rx<h>: In(beat_stream) (from its LinkRx.o).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
@@ -136,8 +137,8 @@ class RingPlan:
     receivers: int = -1  # a permute's destinations, a bit per PE of rx_axes (-1: all; the others get zeros)
     quiet: bool = False  # a permute whose non-receivers write nothing (instead of zeros)
     rx_axes: tuple = ()  # (axis, size) pairs whose PEs `receivers` numbers (row-major, by coordinate)
-    src_shift: int | None = None  # operand: block (x + src_shift) mod p of an array of p blocks
-    dst_shift: int | None = None  # result: block (x + dst_shift) mod p of an array of p blocks
+    src_shift: int | tuple | None = None  # operand: block (x + src_shift) mod p of p blocks (see blocks_of)
+    dst_shift: int | tuple | None = None  # result: block (x + dst_shift) mod p of p blocks (see blocks_of)
     axes: tuple = ()  # a unit of several groups: each group's axis (axes[0] == axis)
     order: tuple = ()  # the ring's coordinates in ring order (a zigzag ring), () for 0 .. p - 1
     lanes: int = 1  # words per link beat (the link's words_per_cycle): words moved per cycle
@@ -185,12 +186,14 @@ class RingPlan:
     @property
     def src_words(self) -> int:
         """Words of the operand on a PE (all p blocks when it reads one of them: src_shift)."""
-        return self.n if self.loads_all or self.src_shift is not None else self.n // self.p
+        block = self.n // self.p
+        return self.n if self.loads_all else block * blocks_of(self.src_shift, self.p)
 
     @property
     def dst_words(self) -> int:
         """Words of the result on a PE (all p blocks when it writes one of them: dst_shift)."""
-        return self.n if self.stores_all or self.dst_shift is not None else self.n // self.p
+        block = self.n // self.p
+        return self.n if self.stores_all else block * blocks_of(self.dst_shift, self.p)
 
     def by_chunk(self, words: int) -> bool:
         """Whether the DRAM side moves whole chunks (each a whole number of beats), in the
@@ -243,6 +246,20 @@ def ring_links(plan: RingPlan) -> list:
         a = plan.engine_axis(h)
         out.append((f"{a}_next_tx", f"{a}_prev_rx") if w > 0 else (f"{a}_prev_tx", f"{a}_next_rx"))
     return out
+
+
+def blocks_of(shift, p: int) -> int:
+    """Blocks in the array a phase reads or writes at `shift` (its plan's src_shift or
+    dst_shift): one for None (the array is one block), p for an int k (block (x + k) mod p,
+    x the PE's position along the phase's axis), and the product of the sizes for a tuple of
+    terms (axis, size, k, order) (the block numbered row-major over the terms by each axis'
+    block (x_axis + k) mod size, order[that] on a zigzag ring: an all-to-all over several
+    axes; hw/phases.py computes the offsets)."""
+    if shift is None:
+        return 1
+    if isinstance(shift, tuple):
+        return math.prod(q for _, q, _, _ in shift)
+    return p
 
 
 def masked(plan) -> bool:

@@ -24,7 +24,7 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFO
 
-from .collective import masked, phase_members
+from .collective import blocks_of, masked, phase_members
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,8 @@ class CopyPlan:
     src: str
     dst: str
     axis: str
-    src_shift: int | None = 0
-    dst_shift: int | None = 0
+    src_shift: int | tuple | None = 0  # see collective.blocks_of
+    dst_shift: int | tuple | None = 0
     kind: str = "copy"
     receivers: int = -1  # the PEs that copy, a bit per PE of rx_axes (-1: all)
     quiet: bool = False  # the others write nothing (else zeros)
@@ -50,11 +50,11 @@ class CopyPlan:
 
     @property
     def src_words(self) -> int:
-        return self.n if self.src_shift is not None else self.words
+        return self.words * blocks_of(self.src_shift, self.p)
 
     @property
     def dst_words(self) -> int:
-        return self.n if self.dst_shift is not None else self.words
+        return self.words * blocks_of(self.dst_shift, self.p)
 
     @property
     def n(self) -> int:

@@ -21,7 +21,9 @@ Members a PE gains (`members`): `pe_<a>: In` its coordinate along each axis a ph
 a `src_shift` (`dst_shift`) reads (writes) block (x + shift) mod p of its array, x being the
 PE's coordinate along the phase's axis. On a zigzag ring (a plan's `order`: a mesh without
 wraparound) a unit's `pe_x` is the PE's position x in the ring instead, and those blocks are
-order[(x + shift) mod p].
+order[(x + shift) mod p]. A shift may also be a tuple of such terms, one per axis of an
+all-to-all over several axes, numbering the block row-major over them
+(collective.blocks_of).
 """
 
 from __future__ import annotations
@@ -55,6 +57,9 @@ def members(rings, addr_bits: int) -> dict:
             out[f"pe_{a}"] = In(range(r.p))
         for a, q in r.rx_axes:
             out[f"pe_{a}"] = In(range(q))
+        for shift in (r.src_shift, r.dst_shift):
+            for a, q, _, _ in shift if isinstance(shift, tuple) else ():
+                out[f"pe_{a}"] = In(range(q))
         out[f"base_{r.dst}"] = In(addr_bits)
     bits, lanes = rings[0].dtype.bits, _lanes(rings)
     for links in axes_links(rings).values():
@@ -113,8 +118,8 @@ def elaborate(m, pe, stages: list, bases: dict) -> None:
             block = r.words if isinstance(r, CopyPlan) else r.n // r.p
             m.d.comb += [
                 coll.go.eq(go),
-                coll.src_base.eq(dst[r.src] + _offset(x, r.src_shift, r.p, block, r.order)),
-                coll.dst_base.eq(dst[r.dst] + _offset(x, r.dst_shift, r.p, block, r.order)),
+                coll.src_base.eq(dst[r.src] + _blocks(pe, x, r.src_shift, r, block)),
+                coll.dst_base.eq(dst[r.dst] + _blocks(pe, x, r.dst_shift, r, block)),
             ]
             m.d.comb += coll.pe_x.eq(x)
             if masked(r):
@@ -166,6 +171,19 @@ def _position(coord, order: tuple):
     out = Const(0, 1)
     for c, at in enumerate(order):
         out = Mux(coord == at, c, out)
+    return out
+
+
+def _blocks(pe, x, shift, r, block: int):
+    """The word offset of the block phase `r` reads or writes at `shift` (its src_shift or
+    dst_shift, see collective.blocks_of) on PE `pe`, x being its position along r's axis: a
+    tuple of terms numbers the block row-major over the terms' axes, each by _offset."""
+    if not isinstance(shift, tuple):
+        return _offset(x, shift, r.p, block, r.order)
+    out, stride = Const(0, 1), block
+    for a, q, k, order in reversed(shift):
+        out = out + _offset(_position(getattr(pe, f"pe_{a}"), order), k, q, stride, order)
+        stride *= q
     return out
 
 

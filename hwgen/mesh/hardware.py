@@ -6,7 +6,7 @@ the forms):
     @hw.kernel(mesh=hw.Mesh(shape, axes, topology=...), link=hw.LinkConfig(latency=L))
     def k(a: hw.Array[int32, ...], ...) -> ...:
         def body(al, ...):
-            v = <patterns over the local blocks>        # a 1-D array of integers
+            v = <patterns over the local blocks>        # an array of integers
             s = hw.psum(v, axes)                         # pmax, pmin, psum_scatter, all_gather,
                                                          # ppermute or all_to_all
             return <patterns over the blocks and s>      # or s itself; more collectives may follow
@@ -18,7 +18,8 @@ the collective (a loops.Collective in the program's root sequence) runs as phase
 (hw/phases.py), each a RingCollective unit (hw/collective.py) along one axis, or a BlockCopy
 (hw/copy.py) of the block a permutation or all-to-all keeps on the PE, into the kernel's
 result array or an array (`collective<k>`) the later parts read (`phase_list`, `_moves`: a
-permute's routes over several axes pass through scratch arrays `route<k>`;
+permute's or all-to-all's routes over several axes pass through scratch arrays `route<k>`;
+every collective moves blocks along dimension 0, so an array's row-major words as a vector;
 ring_plan picks each ring phase's directions and slice by the fastest predicted cycles).
 Every PE has the same DRAM layout. On a mesh without wraparound (topology "mesh") each axis'
 ring is its zigzag (Mesh.ring_order), one way round, each hop two links long (Mesh.hop_latency):
@@ -117,7 +118,7 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
             f"cannot {what} kernel '{kernel.name}' on mesh {mesh.describe()}: {why}. Mesh hardware "
             f"supports one hw.shard_map whose body computes an integer array from its "
             f"blocks with hw.psum / hw.pmax / hw.pmin / hw.psum_scatter / hw.all_gather / hw.ppermute / "
-            f"hw.all_to_all of 1-D integer arrays along the way (see docs/mesh.md); the golden model "
+            f"hw.all_to_all of integer arrays along the way (see docs/mesh.md); the golden model "
             f"{kernel.name}(*arrays) works",
             where or loc,
         )
@@ -182,9 +183,9 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
         program result (a bare array is copied by a Map)."""
         node = ir.transform(value, lambda x: rename.get(x))
         if isinstance(node, ir.Input):
-            dim = ir.Dim(f"%mesh_i{len(results)}", node.shape[0])
-            extents[dim.name] = dim.extent
-            node = ir.Map((dim,), ir.Read(node, (ir.Index(dim.name),)), loc=where)
+            dims = tuple(ir.Dim(f"%mesh_i{len(results)}" + (f"_{d}" if d else ""), e) for d, e in enumerate(node.shape))
+            extents.update((d.name, d.extent) for d in dims)
+            node = ir.Map(dims, ir.Read(node, tuple(ir.Index(d.name) for d in dims)), loc=where)
         return node
 
     for k, coll in enumerate(colls):
@@ -218,20 +219,22 @@ def _collective(coll, mesh, link, dram, arrays: tuple, refuse, what: str, name: 
     if any(mesh.shape[a] < 2 for a in axes):
         refuse("every axis the collective runs over needs at least 2 PEs", coll.loc)
     v = coll.operand
-    if len(v.shape) != 1:
-        refuse(f"the operand of {coll.kind} must be a 1-D array", coll.loc)
+    if not v.shape:
+        refuse(f"the operand of {coll.kind} must be an array, not a scalar", coll.loc)
     kind, op = OPS[coll.kind]
+    # every form built moves blocks along dimension 0: of a row-major array, whole runs of words
     if kind == "all_gather" and coll.param("axis") != 0:
         refuse("hw.all_gather must gather along axis 0", coll.loc)
+    if kind == "reduce_scatter" and coll.param("dim") != 0:
+        refuse("hw.psum_scatter must scatter along dimension 0", coll.loc)
     perm = coll.param("perm") if kind == "permute" else ()
-    if kind == "all_to_all" and len(axes) != 1:
-        refuse(f"hw.{coll.kind} must run over one axis", coll.loc)
     if kind == "all_to_all" and (coll.param("split"), coll.param("concat")) != (0, 0):
         refuse("hw.all_to_all must split and concatenate along axis 0", coll.loc)
     p = math.prod(mesh.shape[a] for a in axes)  # the group's PEs
     if kind == "all_to_all":
         perm = tuple((s, (s + k) % p) for k in range(p) for s in range(p))
-    n = v.shape[0] * (p if kind in ("all_gather", "permute") else 1)  # the whole vector's words
+    m = math.prod(v.shape)  # the operand's words
+    n = m * (p if kind in ("all_gather", "permute") else 1)  # the whole vector's words
     dtype = v.dtype
     if dtype.is_bool:
         refuse(f"the reduced value must be integers, not {dtype.name}", coll.loc)
@@ -239,7 +242,6 @@ def _collective(coll, mesh, link, dram, arrays: tuple, refuse, what: str, name: 
         refuse("fixed-point collectives are not built yet", coll.loc)
     if n % p:
         refuse(f"the ring size {p} must divide the reduced length {n}", coll.loc)
-    m = v.shape[0]  # the operand's words
     w = link.words_per_cycle
     wide = (
         f"; links of {w} words a cycle need DRAM beats of at least {2 * w} words and blocks of whole link beats"
@@ -247,8 +249,9 @@ def _collective(coll, mesh, link, dram, arrays: tuple, refuse, what: str, name: 
         else ""
     )
     if kind in ("permute", "all_to_all"):
-        # JAX numbers a permutation's group over several axes in the mesh's axis order
-        group = tuple(a for a in mesh.axis_names if a in axes)
+        # JAX numbers a permutation's group over several axes in the mesh's axis order, an
+        # all-to-all's in the order of its axis names
+        group = axes if kind == "all_to_all" else tuple(a for a in mesh.axis_names if a in axes)
         rings = _moves(kind, n, group, perm, (mesh, link), dtype, (src, dst, taken), dram)
         if rings is None:
             raise UnsupportedError(
@@ -326,21 +329,23 @@ def _order(mesh, axis: str) -> tuple:
 
 def _moves(kind: str, n: int, axes: tuple, perm, links: tuple, dtype, arrays: tuple, dram):
     """The phases of a permutation or an all-to-all over `axes` (p PEs in all, numbered
-    row-major over them: the caller gives them in the mesh's order, as JAX numbers them),
+    row-major over them, as JAX numbers them: a permutation's in the mesh's order, an
+    all-to-all's in its own),
     blocks of n / p words, on `links` (the mesh, its LinkConfig), from the DRAM array `src`
     to `dst` (`arrays`: src, dst and the names taken).
     Its (source, destination) block pairs `perm` go by their displacement: per axis, the
     distance (destination - source) mod q in ring positions (Mesh.ring_order). All pairs of
     one displacement move together, zero first (a BlockCopy: the block a PE keeps), then each
     other displacement as a ring permute by its distance along each axis it moves on, one
-    axis after another in the axes' order (dimension-ordered routes: a move along an axis
+    axis after another in the mesh's order (dimension-ordered routes: a move along an axis
     before the last lands in a scratch array `route<k>` of every PE, which the next axis'
     permute reads). The last phase of each displacement writes only on its destinations
     (`receivers`, a bit per PE of the group): the first displacement's writes zeros on the
     others, the later ones leave them be, so a PE with no source ends with zeros. An
-    all-to-all (one axis) moves block x + k of PE x's operand to block x of PE x + k's result
-    in its phase of distance k (src_shift k, dst_shift -k); a permutation's blocks are the
-    whole operand and result. None when a block is not whole DRAM beats or a permute fits no
+    all-to-all moves block x + d of PE x's operand to block x of PE x + d's result in the
+    phases of displacement d (the first reads at src_shift d, the last writes at dst_shift -d,
+    per axis over several: _a2a_shifts); a permutation's blocks are the whole operand and
+    result. None when a block is not whole DRAM beats or a permute fits no
     ring plan (ring_plan: links of w words need DRAM beats of at least 2 w words)."""
     from dataclasses import replace
 
@@ -372,9 +377,10 @@ def _moves(kind: str, n: int, axes: tuple, perm, links: tuple, dtype, arrays: tu
         receivers = -1 if len(dests) == p else sum(1 << d for d in dests)
         rx_axes = tuple(zip(axes, sizes)) if receivers != -1 else ()
         masks = {"receivers": receivers, "rx_axes": rx_axes, "quiet": bool(out)}
-        steps = [(a, k) for a, k in zip(axes, delta) if k]
+        # routes are dimension-ordered: along the axes in the mesh's order
+        steps = sorted(((a, k) for a, k in zip(axes, delta) if k), key=lambda s: mesh.axis_names.index(s[0]))
+        shifts = _a2a_shifts(mesh, axes, delta) if kind == "all_to_all" else (None, None)
         if not steps:
-            shifts = (0, 0) if kind == "all_to_all" else (None, None)
             out.append(CopyPlan(block, q0, dtype, src, dst, axes[0], *shifts, order=_order(mesh, axes[0]), **masks))
             continue
         read = src
@@ -390,10 +396,21 @@ def _moves(kind: str, n: int, axes: tuple, perm, links: tuple, dtype, arrays: tu
             )
             if plan is None:
                 return None
-            shifts = (k, -k) if kind == "all_to_all" else (None, None)
-            out.append(replace(plan, src_shift=shifts[0], dst_shift=shifts[1], **(masks if last else {})))
+            at = (shifts[0] if j == 0 else None, shifts[1] if last else None)
+            out.append(replace(plan, src_shift=at[0], dst_shift=at[1], **(masks if last else {})))
             read = write
     return out
+
+
+def _a2a_shifts(mesh, axes: tuple, delta: tuple) -> tuple:
+    """(src_shift, dst_shift) of an all-to-all's phases for the blocks at displacement `delta`
+    (per axis of `axes`, in ring positions): each PE reads the block of its destination, x +
+    delta, and its destination writes it as the block of its source, x - delta. Along one axis
+    the plain shifts; over several, a term per axis (collective.blocks_of)."""
+    if len(axes) == 1:
+        return delta[0], -delta[0]
+    terms = [(a, mesh.shape[a], k, _order(mesh, a)) for a, k in zip(axes, delta)]
+    return tuple(terms), tuple((a, q, -k % q, o) for a, q, k, o in terms)
 
 
 def phase_list(kind: str, axes: tuple) -> list:
@@ -557,7 +574,7 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None, target=None)
     for c in mp.collectives:
         group = math.prod(mp.mesh.shape[a] for a in c.axes)
         hops, wraps = getattr(c.phases[0], "hops", 0), mp.mesh.topology != "mesh"
-        if c.kind == "permute" and len(c.axes) > 1:
+        if c.kind in ("permute", "all_to_all") and len(c.axes) > 1:
             sizes = tuple(mp.mesh.shape[a] for a in c.axes)
             words = mesh_route_bound(c.pairs, sizes, c.words // group, wraps)
         else:  # at a word a cycle

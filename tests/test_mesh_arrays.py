@@ -1,0 +1,126 @@
+"""Mesh hardware for collectives of arrays of any rank, and all-to-alls over several axes:
+every collective built moves blocks along dimension 0, which in a row-major array are runs of
+words. Bit-exact with JAX (jax.shard_map on CPU devices) and plain numpy, cycles as predicted."""
+
+import os
+
+flags = os.environ.get("XLA_FLAGS", "")
+if "xla_force_host_platform_device_count" not in flags:  # before jax is first imported
+    os.environ["XLA_FLAGS"] = (flags + " --xla_force_host_platform_device_count=16").strip()
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import hwgen as hw  # noqa: E402
+from hwgen import int32  # noqa: E402
+from hwgen.model import mesh_route_bound  # noqa: E402
+
+RNG = np.random.default_rng(5)
+
+
+def wide(*shape):
+    return RNG.integers(-(2**31), 2**31, size=shape, dtype=np.int64).astype(np.int32)
+
+
+def jax_run(fn, mesh, spec, out_spec, *args):
+    """`fn` under jax.shard_map on a JAX mesh shaped like `mesh`."""
+    jax = pytest.importorskip("jax")
+    from jax.sharding import Mesh as JaxMesh
+    from jax.sharding import PartitionSpec as JaxP
+
+    devices = np.array(jax.devices()[: mesh.size]).reshape(mesh.axis_sizes)
+    jmesh = JaxMesh(devices, mesh.axis_names)
+    f = jax.shard_map(fn, mesh=jmesh, in_specs=JaxP(*spec), out_specs=JaxP(*out_spec), check_vma=False)
+    return np.asarray(jax.jit(f)(*args))
+
+
+def test_the_route_bound_of_an_all_to_all_counts_every_block_into_a_pe():
+    pairs = [(s, d) for s in range(4) for d in range(4)]
+    # 2x2 torus: 16 hops of 64 words over 16 links; 3 blocks into each PE over its 4 links in
+    assert mesh_route_bound(pairs, (2, 2), 64) == 64
+    # a line of 4 without wraparound: 20 hops of 64 words over its 6 links
+    assert mesh_route_bound(pairs, (1, 4), 64, wraps=False) == 214
+
+
+@pytest.mark.rtl
+def test_two_dimensional_blocks_through_three_collectives_equal_jax():
+    """(8, 4) blocks on a ring of 4: psum, all_gather (tiled, to (32, 4)), psum_scatter back."""
+    mesh = hw.Mesh((4,), ("x",), topology="ring")
+
+    @hw.kernel(mesh=mesh, link=hw.LinkConfig(latency=5))
+    def rows(a: hw.Array[int32, 32, 4]):
+        def body(b):
+            s = hw.psum(hw.map((8, 4), lambda i, j: b[i, j] * 3), "x")
+            g = hw.all_gather(s, "x", tiled=True)
+            r = hw.psum_scatter(g, "x", tiled=True)
+            return hw.map((8, 4), lambda u, v: r[u, v] - b[u, v])
+
+        return hw.shard_map(body, mesh=mesh, in_specs=hw.P("x"), out_specs=hw.P("x"))(a)
+
+    a = wide(32, 4)
+
+    def jax_body(b):
+        from jax import lax
+
+        g = lax.all_gather(lax.psum(b * 3, "x"), "x", tiled=True)
+        return lax.psum_scatter(g, "x", tiled=True) - b
+
+    want = jax_run(jax_body, mesh, ("x",), ("x",), a)
+    with np.errstate(over="ignore"):  # numpy: every PE's block of g is the sum, scattered back times 4
+        total = (a * 3).reshape(4, 8, 4).sum(axis=0, dtype=np.int32)
+        np.testing.assert_array_equal(want, (np.tile(total * 4, (4, 1)) - a))
+    sim = rows.verify(a)
+    assert sim.outputs.shape == (32, 4)
+    np.testing.assert_array_equal(sim.outputs, want)
+    assert sim.cycles == sim.predicted_cycles
+    assert [c["kind"] for c in sim.design.report["collectives"]] == ["all_reduce", "all_gather", "reduce_scatter"]
+
+
+@pytest.mark.rtl
+def test_an_all_to_all_over_y_then_x_of_a_mesh_equals_jax():
+    """Rows split over (x, y) of a 2x4 mesh; the all-to-all's group over ("y", "x") numbers
+    PE (x, y) as 2y + x, as JAX does; each PE sends (2, 4) of its (16, 4) rows to each."""
+    mesh = hw.Mesh((2, 4), ("x", "y"), topology="mesh")
+
+    @hw.kernel(mesh=mesh, link=hw.LinkConfig(latency=3))
+    def swap(a: hw.Array[int32, 128, 4]):
+        def body(b):
+            return hw.all_to_all(hw.map((16, 4), lambda i, j: b[i, j] ^ 0x5A), ("y", "x"), 0, 0, tiled=True)
+
+        spec = hw.P(("x", "y"))
+        return hw.shard_map(body, mesh=mesh, in_specs=spec, out_specs=spec)(a)
+
+    a = wide(128, 4)
+
+    def jax_body(b):
+        from jax import lax
+
+        return lax.all_to_all(b ^ 0x5A, ("y", "x"), 0, 0, tiled=True)
+
+    want = jax_run(jax_body, mesh, (("x", "y"),), (("x", "y"),), a)
+    sim = swap.verify(a)
+    np.testing.assert_array_equal(sim.outputs, want)
+    assert sim.cycles == sim.predicted_cycles
+    phases = sim.design.report["collective"]["phases"]
+    assert phases[0]["unit"] == "BlockCopy" and {ph["axis"] for ph in phases[1:]} == {"x", "y"}
+
+
+def test_collectives_along_other_dimensions_and_of_scalars_are_refused():
+    mesh = hw.Mesh((4,), ("x",), topology="ring")
+
+    def build(body):
+        @hw.kernel(mesh=mesh)
+        def k(a: hw.Array[int32, 16, 4]):
+            return hw.shard_map(body, mesh=mesh, in_specs=hw.P("x"), out_specs=hw.P("x"))(a)
+
+        with pytest.raises(hw.UnsupportedError) as e:
+            k.elaborate()
+        return e.value.message
+
+    assert "hw.psum_scatter must scatter along dimension 0" in build(
+        lambda b: hw.psum_scatter(b, "x", scatter_dimension=1, tiled=True)
+    )
+    assert "hw.all_gather must gather along axis 0" in build(lambda b: hw.all_gather(b, "x", axis=1, tiled=True))
+    assert "hw.all_to_all must split and concatenate along axis 0" in build(
+        lambda b: hw.all_to_all(b, "x", 1, 1, tiled=True)
+    )
