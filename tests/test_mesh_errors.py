@@ -102,6 +102,17 @@ def test_unknown_axis_name():
     check(e, hw.TraceError, "hw.axis_index names mesh axis 'z', but the mesh has axes x, y", "index-axis")
 
 
+def test_axis_index_cannot_pick_elements():
+    e = body_error(lambda b: hw.map(2, lambda i: b[i + hw.axis_index("x")]))  # L:index-subscript
+    check(
+        e,
+        hw.TraceError,
+        "subscript 0 of the local block of shard_map argument 0 is a data value (int32); "
+        "subscripts must be affine expressions of index variables",
+        "index-subscript",
+    )
+
+
 def test_axis_used_twice():
     e = body_error(lambda b: b, in_specs=hw.P("x", ("y", "x")))
     check(e, hw.TraceError, "in_specs[0] P('x', ('y', 'x')) uses mesh axis 'x' twice", "call")

@@ -1,6 +1,6 @@
 """The mesh top: one copy of one PE module per PE of a mesh, as Verilog text.
 
-`mesh_top_verilog(name, ports, mesh, pe_module, wires, link_bits)` writes module `name`,
+`mesh_top_verilog(name, ports, mesh, pe_module, wires, link_bits, coords)` writes module `name`,
 which instantiates the PE module `pe_module` (a hw/top.py Top with collectives: every PE is
 this one module, its coordinate along axis a on its `pe_<a>` port) for every PE of `mesh`
 (a hw.Mesh; PE k at mesh.coords(k), row-major), and one link wire module `wires[a]`
@@ -14,6 +14,8 @@ one hop of the one-way zigzag ring.
 
 Ports: clk, rst; start (to every PE), done, busy, cycles, pe_done[p] (each PE's done);
 base_<array> (to every PE: every PE's arrays sit at the same addresses of its own DRAM);
+the scalar parameters `arg_<n>` of `coords` (n -> mesh axis: hw.axis_index) are no ports,
+each PE's tied to its coordinate along the axis;
 PE k's DRAM channel as mem_<k>__<field> (the flat channel of memchannel.channel).
 
 Timing as a multi-PE Top: `done` and `cycles` are combined one cycle after the last PE's
@@ -40,9 +42,11 @@ def pe_ports(component) -> list:
     return out
 
 
-def mesh_top_verilog(name: str, ports: list, mesh, pe_module: str, wires: dict, link_bits: int) -> str:
+def mesh_top_verilog(name: str, ports: list, mesh, pe_module: str, wires: dict, link_bits: int, coords=None) -> str:
     p = mesh.size
-    shared = [(n, b) for n, b, inp in ports if inp and (n.startswith("base_") or n.startswith("arg_"))]
+    coords = {f"arg_{n}": a for n, a in (coords or {}).items()}  # tied to each PE's coordinate
+    widths = {n: b for n, b, _ in ports}
+    shared = [(n, b) for n, b, inp in ports if inp and n not in coords and n.startswith(("base_", "arg_"))]
     chan = [(n, b, inp) for n, b, inp in ports if n.startswith("mem__")]
     head = [
         "input clk",
@@ -80,6 +84,7 @@ def mesh_top_verilog(name: str, ports: list, mesh, pe_module: str, wires: dict, 
             if f"pe_{a}" in names:
                 conns.append(f".pe_{a}({max(1, (size - 1).bit_length())}'d{c})")
         conns += [f".{n}({n})" for n, _ in shared]
+        conns += [f".{n}({widths[n]}'d{at[mesh.axis_names.index(a)]})" for n, a in coords.items()]
         conns += [f".{n}(mem_{k}__{n[len('mem__') :]})" for n, _, _ in chan]
         for d, tx, rx, step in links:
             order = mesh.ring_order(mesh.axis_names[d])

@@ -69,7 +69,11 @@ class ArrayVal(_Operators):
     @property
     def label(self) -> str:
         """How messages name this array."""
-        return f"'{self.node.name}'" if isinstance(self.node, ir.Input) else "the array"
+        if not isinstance(self.node, ir.Input):
+            return "the array"
+        if self.node.name.startswith("%shard"):  # mesh/shard.py: %shard<number>.<argument>
+            return f"the local block of shard_map argument {self.node.name.split('.')[-1]}"
+        return f"'{self.node.name}'"
 
     def __len__(self):
         return self.shape[0]

@@ -38,6 +38,7 @@ from ..lang.program import Program, Result
 from ..lang.signature import Port, raw_dtype
 from ..loops import Collective
 from ..timing import link_depth
+from .collectives import axis_param
 from .mesh import LinkConfig, unravel
 from .spmd import collectives_in_order
 
@@ -79,7 +80,9 @@ class MeshPlan:
     a loops.Collective after the result it reduces or moves is stored), its `collectives`
     (CollectivePlans, in the order they run), the kernel's `mesh`, each parameter's in_spec
     (name -> hw.P), the result's `out_spec`, the DRAM array that holds the kernel's result on
-    each PE (`result`) and whether the body returns a collective's result directly (`direct`)."""
+    each PE (`result`), whether the body returns a collective's result directly (`direct`),
+    and the program's scalar parameters that hold the PE's coordinates (`coords`: name -> mesh
+    axis, for hw.axis_index; the mesh top ties each PE's to its coordinate)."""
 
     program: Program
     collectives: tuple
@@ -88,6 +91,7 @@ class MeshPlan:
     out_spec: object
     result: str
     direct: bool
+    coords: dict
 
     @property
     def p(self) -> int:
@@ -160,11 +164,20 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
         in_specs[a.name] = spec
         local_params.append(Port(a.name, port.dtype, inp.shape))
     local_params.sort(key=lambda q: [pp.name for pp in prog.params].index(q.name))
+    taken = set(params) | {res.port.name}
+    coords = {}  # hw.axis_index: mesh axis -> the per-PE program's scalar parameter of its coordinate
     for sub in ir.walk(out):
         if isinstance(sub, (ir.ShardMap, ir.ShardOut)):
             refuse("the body may not use another shard_map", sm.loc)
         if isinstance(sub, ir.Param):
-            refuse(f"the body may not use {sub.name} (hw.axis_index or scalars) yet", sm.loc)
+            axis = next((a for a in mesh.axis_names if axis_param(a) == sub.name), None)
+            if axis is None:
+                refuse(f"the body may not use the scalar {sub.name} yet", sm.loc)
+            if axis not in coords:
+                coords[axis] = _fresh(f"axis_{axis}", taken)
+                taken.add(coords[axis])
+                local_params.append(Port(coords[axis], sub.dtype, ()))
+            rename[sub] = ir.Param(coords[axis], sub.dtype)
         if isinstance(sub, ir.Input) and sub not in rename:
             refuse("the body may read only its local blocks", sm.loc)
         if (isinstance(sub, ir.MultiFold) and sub.checked) or (isinstance(sub, ir.Collect) and sub.kind == "group"):
@@ -175,7 +188,6 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
     colls = collectives_in_order([out])
     if not colls:
         refuse("the body's result must depend on a collective (a program without one needs no mesh)", sm.loc)
-    taken = set(params) | {res.port.name}
     plans, results, extents = [], [], dict(prog.extents)
 
     def local(value, where):
@@ -206,7 +218,8 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
     if not direct:  # work after the last collective, into the kernel's result
         results.append(Result(Port(res.port.name, out.dtype, out.shape), local(out, sm.loc)))
     program = Program(prog.name, tuple(local_params), tuple(results), extents, prog.loc)
-    return MeshPlan(program, tuple(plans), mesh, in_specs, sm.out_specs[0], res.port.name, direct)
+    coords = {name: axis for axis, name in coords.items()}
+    return MeshPlan(program, tuple(plans), mesh, in_specs, sm.out_specs[0], res.port.name, direct, coords)
 
 
 def _collective(coll, mesh, link, dram, arrays: tuple, refuse, what: str, name: str):  # noqa: C901
@@ -569,7 +582,7 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None, target=None)
         lanes = link.words_per_cycle
         wire_v = "\n".join(to_verilog(LinkWire(bits, lanes, lat), mod) for lat, mod in modules.items())
     wires = {a: modules[lat] for a, lat in hops.items()}
-    top_v = mesh_top_verilog(name, pe_ports(top), mp.mesh, f"{name}_pe", wires, bits * lanes)
+    top_v = mesh_top_verilog(name, pe_ports(top), mp.mesh, f"{name}_pe", wires, bits * lanes, mp.coords)
     link_bound = 0  # the collectives run one after another: the sum of their bounds
     for c in mp.collectives:
         group = math.prod(mp.mesh.shape[a] for a in c.axes)
