@@ -50,6 +50,7 @@ from .mesh import (
     psum,
     psum_scatter,
     shard_map,
+    with_sharding_constraint,
 )
 
 __all__ = [
@@ -115,4 +116,5 @@ __all__ = [
     "psum",
     "psum_scatter",
     "shard_map",
+    "with_sharding_constraint",
 ]

@@ -21,7 +21,7 @@ from . import interp
 from .errors import user_loc
 from .lang.program import Program, trace_program
 from .lang.signature import check_args, to_user
-from .mesh.checks import check_options, check_program
+from .mesh.checks import check_options, check_program, check_shardings
 from .schedule import Schedule
 
 _UNSET = object()
@@ -30,7 +30,7 @@ _UNSET = object()
 class Kernel:
     """A traced kernel under a schedule. See the module docstring for its methods."""
 
-    def __init__(self, fn, schedule: Schedule, program: Program | None = None, mesh=None, link=None):
+    def __init__(self, fn, schedule: Schedule, program: Program | None = None, mesh=None, link=None, shardings=None):
         self.fn = fn
         self.name = fn.__name__
         self.schedule = schedule
@@ -38,6 +38,9 @@ class Kernel:
         self.link = link
         self.program = program if program is not None else trace_program(fn, schedule.loc)
         check_program(self.program, mesh)
+        # a global-view mesh program's placements (mesh/partition.py): one hw.P per parameter
+        self.shardings = shardings  # as given to @hw.kernel
+        self.in_shardings, self.out_shardings = check_shardings(self.program, mesh, shardings, schedule.loc)
         schedule.check(self.program.extents, self.name)
         functools.update_wrapper(self, fn)
 
@@ -64,7 +67,7 @@ class Kernel:
             s.metapipeline if metapipeline is _UNSET else metapipeline,
             loc=user_loc(),
         )
-        return Kernel(self.fn, schedule, self.program, self.mesh, self.link)
+        return Kernel(self.fn, schedule, self.program, self.mesh, self.link, self.shardings)
 
     def build(self, out_dir="rtl_out", dram=None, show_ir=None):
         """Elaborate the hardware and write out_dir/<kernel>/<kernel>.v and report.json.
@@ -123,7 +126,16 @@ class Kernel:
         from .graph import show
         from .mesh.show import show_shard_maps
 
-        return "\n".join(t for t in (show(self.program), show_shard_maps(self.program)) if t)
+        parts = [show(self.program), show_shard_maps(self.program)]
+        if self.mesh is not None and not parts[1]:  # a global-view program: its partition
+            from .errors import HwgenError
+            from .mesh.partition import partition
+
+            try:
+                parts.append("partitioned for the mesh:\n" + show_shard_maps(partition(self, "partition")))
+            except HwgenError as e:
+                parts.append(f"not partitioned: {e.message}")
+        return "\n".join(t for t in parts if t)
 
     def __repr__(self) -> str:
         return f"<hw.kernel {self.name} {self.schedule.describe()}>"
@@ -141,12 +153,15 @@ def _mesh_options(kernel, what: str, **options) -> None:
         )
 
 
-def kernel(fn=None, *, tile=None, par=None, metapipeline=True, mesh=None, link=None):
+def kernel(
+    fn=None, *, tile=None, par=None, metapipeline=True, mesh=None, link=None, in_shardings=None, out_shardings=None
+):
     """Decorator: `@hw.kernel` or `@hw.kernel(tile={...}, par={...}, metapipeline=True,
-    mesh=hw.Mesh(...), link=hw.LinkConfig(...))`."""
+    mesh=hw.Mesh(...), link=hw.LinkConfig(...), in_shardings=(hw.P(...), ...), out_shardings=hw.P(...))`."""
     loc = user_loc()
     schedule = Schedule.parse(tile, par, metapipeline, loc)
     check_options(mesh, link, loc)
+    shardings = (in_shardings, out_shardings)
     if fn is not None:
-        return Kernel(fn, schedule, mesh=mesh, link=link)
-    return lambda f: Kernel(f, schedule, mesh=mesh, link=link)
+        return Kernel(fn, schedule, mesh=mesh, link=link, shardings=shardings)
+    return lambda f: Kernel(f, schedule, mesh=mesh, link=link, shardings=shardings)

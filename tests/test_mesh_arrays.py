@@ -124,3 +124,51 @@ def test_collectives_along_other_dimensions_and_of_scalars_are_refused():
     assert "hw.all_to_all must split and concatenate along axis 0" in build(
         lambda b: hw.all_to_all(b, "x", 1, 1, tiled=True)
     )
+
+
+@pytest.mark.rtl
+def test_a_sharded_matmul_needs_no_collective(tmp_path):
+    """Rows of a over x, columns of b over y: each PE computes its block of a @ b alone. The
+    mesh has no links then, and no wire modules."""
+    from hwgen_sim import runner
+
+    mesh = hw.Mesh((2, 2), ("x", "y"))
+    M, K, N = 32, 16, 32
+
+    @hw.kernel(mesh=mesh, tile={"i": 16, "j": 16, "k": 16}, par={"j": 4})
+    def mm(a: hw.Array[int32, M, K], b: hw.Array[int32, K, N]):
+        def body(al, bl):
+            return hw.map((M // 2, N // 2), lambda i, j: hw.sum(K, lambda k: al[i, k] * bl[k, j]))
+
+        specs = (hw.P("x", None), hw.P(None, "y"))
+        return hw.shard_map(body, mesh=mesh, in_specs=specs, out_specs=hw.P("x", "y"))(a, b)
+
+    a, b = wide(M, K), wide(K, N)
+    sim = mm.verify(a, b)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(sim.outputs, a @ b)
+    assert sim.cycles == sim.predicted_cycles
+    design = mm.build(out_dir=tmp_path)
+    assert design.report["collectives"] == [] and "mm_wire" not in design.verilog
+    warnings = runner.lint(design.paths["verilog"], design.paths["waivers"])
+    assert "%Warning" not in warnings and "%Error" not in warnings, warnings
+
+
+@pytest.mark.rtl
+def test_out_specs_may_split_a_later_dimension():
+    """A stacked all-gather over y, (4, 8) on each PE, joined along dimension 1 over x."""
+    mesh = hw.Mesh((2, 4), ("x", "y"))
+
+    @hw.kernel(mesh=mesh, link=hw.LinkConfig(latency=2))
+    def stack(a: hw.Array[int32, 64]):
+        def body(b):
+            return hw.all_gather(hw.map(8, lambda i: b[i] + 1), "y")
+
+        return hw.shard_map(body, mesh=mesh, in_specs=hw.P(("x", "y")), out_specs=hw.P(None, "x"))(a)
+
+    a = wide(64)
+    sim = stack.verify(a)
+    assert sim.outputs.shape == (4, 16) and sim.cycles == sim.predicted_cycles
+    with np.errstate(over="ignore"):
+        blocks = (a + 1).reshape(2, 4, 8)  # (x, y, words)
+    np.testing.assert_array_equal(sim.outputs, np.concatenate([blocks[0], blocks[1]], axis=1))

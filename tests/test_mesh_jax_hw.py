@@ -45,3 +45,21 @@ def test_hardware_equals_jax(name):
     sim = kernel.simulate(a)
     assert sim.outputs.dtype == want.dtype
     np.testing.assert_array_equal(sim.outputs, want)
+
+
+def test_a_global_view_matmul_equals_jax_under_the_same_shardings():
+    """patterns/mesh/sharded_gemm.py, partitioned by hwgen, against jax.jit with the same
+    in_shardings and out_shardings (XLA's SPMD partitioner) on 4 CPU devices."""
+    from jax.sharding import NamedSharding
+
+    app, kernel = load("sharded_gemm")
+    devices = np.array(jax.devices()[:4]).reshape(2, 2)
+    jmesh = JaxMesh(devices, ("x", "y"))
+    ins = (NamedSharding(jmesh, JaxP(None, ("x", "y"))), NamedSharding(jmesh, JaxP(("x", "y"), None)))
+    f = jax.jit(lambda a, b: a @ b, in_shardings=ins, out_shardings=NamedSharding(jmesh, JaxP(("y", "x"), None)))
+    a, b = app.inputs(2)
+    want = np.asarray(f(a, b))
+    for k in (kernel, app.rows_by_columns):
+        sim = k.simulate(a, b)
+        np.testing.assert_array_equal(sim.outputs, want)
+        assert sim.cycles == sim.predicted_cycles

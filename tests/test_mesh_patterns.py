@@ -20,7 +20,15 @@ def load(name):
 
 
 def test_one_app_per_collective():
-    assert APPS == ["all_gather", "all_to_all", "allreduce", "ppermute", "reduce_scatter", "weight_update"]
+    assert APPS == [
+        "all_gather",
+        "all_to_all",
+        "allreduce",
+        "ppermute",
+        "reduce_scatter",
+        "sharded_gemm",
+        "weight_update",
+    ]
 
 
 @pytest.mark.parametrize("name", APPS)

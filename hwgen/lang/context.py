@@ -23,6 +23,7 @@ class Trace:
         self.extents: dict[str, int] = {}
         self.locs: dict = {}
         self.codes: dict = {}
+        self.constraints: list = []  # hw.with_sharding_constraint: (array node, hw.P, loc)
         self._fresh = itertools.count()
 
     def new_dim(self, name: str, extent: int, loc, code=None) -> ir.Dim:

@@ -35,6 +35,7 @@ class Program:
     results: tuple  # Results
     extents: dict  # every index name -> extent (user names and fresh '%n' names)
     loc: Loc | None
+    constraints: tuple = ()  # (array node, hw.P, loc) of each hw.with_sharding_constraint
 
     @property
     def inputs(self) -> dict:
@@ -89,7 +90,7 @@ def trace_program(fn, loc: Loc | None) -> Program:
         for k, item in enumerate(items):
             want = declared[k] if declared is not None else None
             results.append(_result(name, names[k], k, len(items), item, want, trace, loc))
-    return Program(name, tuple(params), tuple(results), dict(trace.extents), loc)
+    return Program(name, tuple(params), tuple(results), dict(trace.extents), loc, tuple(trace.constraints))
 
 
 def _result(kname, rname, k, count, item, want, trace: Trace, loc) -> Result:

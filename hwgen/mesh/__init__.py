@@ -7,7 +7,7 @@ UnsupportedError when built."""
 
 from .collectives import all_gather, all_to_all, axis_index, pmax, pmin, ppermute, psum, psum_scatter
 from .mesh import LinkConfig, Mesh, P
-from .shard import shard_map
+from .shard import shard_map, with_sharding_constraint
 
 __all__ = [
     "LinkConfig",
@@ -22,4 +22,5 @@ __all__ = [
     "psum",
     "psum_scatter",
     "shard_map",
+    "with_sharding_constraint",
 ]

@@ -1,16 +1,17 @@
-"""Kernel-level rules for meshes, applied once a kernel is traced, and the refusal to
-synthesize a mesh kernel (not implemented yet; build / simulate / verify work for the
-programs mesh/hardware.py supports, and the golden model for all).
+"""Kernel-level rules for meshes, applied once a kernel is traced.
 
 - Every hw.shard_map in a kernel must use the kernel's mesh (`@hw.kernel(mesh=...)`).
 - A value computed inside a shard_map body cannot be used outside it except as its result.
+- `in_shardings` / `out_shardings` place a program written for whole arrays (no shard_map):
+  an hw.P per parameter, one for the result, each fitting its array on the mesh.
 """
 
 from __future__ import annotations
 
 from .. import ir
-from ..errors import ScheduleError, TraceError
-from .mesh import LinkConfig, Mesh
+from ..errors import HwgenError, ScheduleError, TraceError
+from .mesh import LinkConfig, Mesh, P
+from .specs import check_spec
 
 
 def check_options(mesh, link, loc) -> None:
@@ -21,6 +22,63 @@ def check_options(mesh, link, loc) -> None:
         raise ScheduleError(f"link must be an hw.LinkConfig, got {link!r}", loc)
     if link is not None and mesh is None:
         raise ScheduleError("link= describes the links between PEs; it needs mesh= too", loc)
+
+
+def check_shardings(program, mesh, shardings, loc) -> tuple:
+    """(in_shardings, out_shardings) of a kernel from `shardings`, the pair given to
+    @hw.kernel: an hw.P per parameter (default: replicated) and one for the result (None:
+    as propagation chooses). Only a global-view mesh kernel (no hw.shard_map) takes them."""
+    ins, out = shardings or (None, None)
+    replicated = tuple(P() for _ in program.params)
+    _check_constraints(program, mesh)
+    if ins is None and out is None:
+        return replicated, None
+    if mesh is None:
+        raise ScheduleError("in_shardings and out_shardings place a program on a mesh; they need mesh= too", loc)
+    if shard_maps(program):
+        raise ScheduleError(
+            "in_shardings and out_shardings place a program written for whole arrays; a kernel "
+            "that calls hw.shard_map gives in_specs and out_specs to it instead",
+            loc,
+        )
+    if isinstance(ins, P):
+        ins = (ins,)
+    ins = replicated if ins is None else tuple(ins) if isinstance(ins, (tuple, list)) else ins
+    if not isinstance(ins, tuple) or len(ins) != len(program.params):
+        raise ScheduleError(
+            f"in_shardings must be a tuple of one hw.P per parameter ({len(program.params)}), got {ins!r}", loc
+        )
+    try:
+        for k, (port, spec) in enumerate(zip(program.params, ins)):
+            check_spec(spec, port.shape, mesh, f"in_shardings[{k}] (for '{port.name}')")
+        if out is not None:
+            if len(program.results) != 1:
+                raise ScheduleError("out_shardings is one hw.P: the kernel must return one array")
+            port = program.results[0].port
+            check_spec(out, port.shape, mesh, "out_shardings")
+    except HwgenError as e:
+        raise type(e)(e.message, loc) from None
+    return ins, out
+
+
+def _check_constraints(program, mesh) -> None:
+    """Every hw.with_sharding_constraint fits its array on the kernel's mesh, in a program
+    written for whole arrays."""
+    for node, spec, loc in program.constraints:
+        if mesh is None:
+            raise ScheduleError(
+                "hw.with_sharding_constraint places an array on a mesh; declare the kernel with @hw.kernel(mesh=...)",
+                loc,
+            )
+        if shard_maps(program):
+            raise ScheduleError(
+                "hw.with_sharding_constraint is for programs written for whole arrays, not with hw.shard_map",
+                loc,
+            )
+        try:
+            check_spec(spec, node.shape, mesh, "hw.with_sharding_constraint")
+        except HwgenError as e:
+            raise type(e)(e.message, loc) from None
 
 
 def check_program(program, mesh) -> None:

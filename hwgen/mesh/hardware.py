@@ -38,8 +38,10 @@ from ..lang.program import Program, Result
 from ..lang.signature import Port, raw_dtype
 from ..loops import Collective
 from ..timing import link_depth
+from .checks import shard_maps
 from .collectives import axis_param
 from .mesh import LinkConfig, unravel
+from .partition import partition
 from .spmd import collectives_in_order
 
 # the body's collective -> (the ring unit's kind, its operation)
@@ -82,7 +84,8 @@ class MeshPlan:
     (name -> hw.P), the result's `out_spec`, the DRAM array that holds the kernel's result on
     each PE (`result`), whether the body returns a collective's result directly (`direct`),
     and the program's scalar parameters that hold the PE's coordinates (`coords`: name -> mesh
-    axis, for hw.axis_index; the mesh top ties each PE's to its coordinate)."""
+    axis, for hw.axis_index; the mesh top ties each PE's to its coordinate), and the shape
+    of the result's block on each PE (`shape`)."""
 
     program: Program
     collectives: tuple
@@ -92,6 +95,7 @@ class MeshPlan:
     result: str
     direct: bool
     coords: dict
+    shape: tuple
 
     @property
     def p(self) -> int:
@@ -106,8 +110,10 @@ class MeshPlan:
     def replicated_axes(self) -> tuple:
         """The axes over which every PE ends with the same result: those of a returned
         all-reduce or all-gather (else none)."""
+        if not self.direct:
+            return ()
         last = self.collectives[-1]
-        return last.axes if self.direct and last.kind in ("all_reduce", "all_gather") else ()
+        return last.axes if last.kind in ("all_reduce", "all_gather") else ()
 
 
 def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per unsupported form)
@@ -116,6 +122,8 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
     loc = kernel.schedule.loc
     mesh = kernel.mesh
     prog = kernel.program
+    if not shard_maps(prog):  # a global-view program: partitioned into a shard_map first
+        prog = partition(kernel, what)
 
     def refuse(why: str, where=None):
         raise UnsupportedError(
@@ -145,8 +153,6 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
         refuse("the shard_map body must return an array of integers", sm.loc)
     if res.port.dtype != raw_dtype(res.port.dtype) or res.port.dtype != out.dtype:
         refuse("fixed-point results are not built yet", sm.loc)
-    if any(e is not None for e in sm.out_specs[0].entries[1:]):
-        refuse("out_specs may split dimension 0 only", sm.loc)
     # the arguments: the kernel's arrays, each passed once, split on dimension 0 or replicated
     params = {pp.name: pp for pp in prog.params}
     if any(not pp.is_array for pp in prog.params):
@@ -158,8 +164,6 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
         port = params[a.name]
         if port.dtype != raw_dtype(port.dtype):
             refuse("fixed-point arguments are not built yet", sm.loc)
-        if any(e is not None for e in spec.entries[1:]):
-            refuse("in_specs may split dimension 0 only", sm.loc)
         rename[inp] = ir.Input(a.name, inp.dtype, inp.shape)
         in_specs[a.name] = spec
         local_params.append(Port(a.name, port.dtype, inp.shape))
@@ -186,8 +190,6 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
                 sub.loc,
             )
     colls = collectives_in_order([out])
-    if not colls:
-        refuse("the body's result must depend on a collective (a program without one needs no mesh)", sm.loc)
     plans, results, extents = [], [], dict(prog.extents)
 
     def local(value, where):
@@ -214,12 +216,12 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
             local_params.append(Port(dst, coll.dtype, coll.shape))
     if len({c.dtype.bits for c in colls}) > 1:
         refuse("the collectives of one body must move elements of one width (the links carry one)", sm.loc)
-    direct = out is colls[-1]
+    direct = bool(colls) and out is colls[-1]
     if not direct:  # work after the last collective, into the kernel's result
         results.append(Result(Port(res.port.name, out.dtype, out.shape), local(out, sm.loc)))
     program = Program(prog.name, tuple(local_params), tuple(results), extents, prog.loc)
     coords = {name: axis for axis, name in coords.items()}
-    return MeshPlan(program, tuple(plans), mesh, in_specs, sm.out_specs[0], res.port.name, direct, coords)
+    return MeshPlan(program, tuple(plans), mesh, in_specs, sm.out_specs[0], res.port.name, direct, coords, out.shape)
 
 
 def _collective(coll, mesh, link, dram, arrays: tuple, refuse, what: str, name: str):  # noqa: C901
@@ -571,17 +573,18 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None, target=None)
     compiled = compile(mp.program, kernel.schedule, dram.words_per_cycle, show_ir)
     name = kernel.name
     link = kernel.link or LinkConfig()
-    bits = mp.rings[0].dtype.bits
+    bits = mp.rings[0].dtype.bits if mp.rings else 32  # the links' words (none without ring phases)
     ring_phases = [r for r in mp.rings if r.kind != "copy"]
     with device.primitives(target):
         top = Top(compiled, dram)
         pe_v = to_verilog(top, f"{name}_pe")
         # a wire module per hop latency: a link's, and on a mesh's zigzag rings two links'
         hops = {a: mp.mesh.hop_latency(a, link.latency) for a in mp.mesh.axis_names}
-        modules = {lat: f"{name}_wire" + ("" if lat == link.latency else "2") for lat in sorted(set(hops.values()))}
+        latencies = sorted(set(hops.values())) if ring_phases else []
+        modules = {lat: f"{name}_wire" + ("" if lat == link.latency else "2") for lat in latencies}
         lanes = link.words_per_cycle
         wire_v = "\n".join(to_verilog(LinkWire(bits, lanes, lat), mod) for lat, mod in modules.items())
-    wires = {a: modules[lat] for a, lat in hops.items()}
+    wires = {a: modules[lat] for a, lat in hops.items() if lat in modules}
     top_v = mesh_top_verilog(name, pe_ports(top), mp.mesh, f"{name}_pe", wires, bits * lanes, mp.coords)
     link_bound = 0  # the collectives run one after another: the sum of their bounds
     for c in mp.collectives:
@@ -612,6 +615,8 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None, target=None)
             "words_per_cycle": link.words_per_cycle,
             "fifo_depth": max((r.depth for r in ring_phases), default=0),
         },
+        "in_specs": {name: repr(spec) for name, spec in mp.in_specs.items()},
+        "out_spec": repr(mp.out_spec),
         "collectives": collectives,
         **({"collective": collectives[0]} if len(collectives) == 1 else {}),
         "dram": {

@@ -131,3 +131,27 @@ def _local_result(v, k: int, count: int):
     except HwgenError:
         raise TraceError(f"{label} of the hw.shard_map body is {v!r}; a body returns arrays and scalars") from None
     return ir.Map((), _strong(s)), s.fx
+
+
+def with_sharding_constraint(x, spec):
+    """`x`, placed by `spec` (an hw.P) in a program written for whole arrays on a mesh: the
+    partitioner computes it split that way (mesh/partition.py). The golden model is the
+    identity. Checked against the kernel's mesh when the kernel is made."""
+    loc = user_loc()
+    trace = current("hw.with_sharding_constraint")
+    if _bodies:
+        raise TraceError(
+            "hw.with_sharding_constraint places an array of a program written for whole arrays; "
+            "inside a hw.shard_map body each PE's block is already placed",
+            loc,
+        )
+    if not isinstance(x, ArrayVal):
+        raise TraceError(f"hw.with_sharding_constraint needs an array, got {x!r}", loc)
+    if not isinstance(spec, P):
+        raise TraceError(f"hw.with_sharding_constraint needs an hw.P(...), got {spec!r}", loc)
+    node = x.materialize()
+    if not isinstance(node, ir.Map):  # an argument (or another array): a copy carries the constraint
+        dims = tuple(trace.op_dim(f"@{k}", n) for k, n in enumerate(node.shape))
+        node = ir.Map(dims, ir.Read(node, tuple(ir.Index(d.name) for d in dims)), loc=loc)
+    trace.constraints.append((node, spec, loc))
+    return ArrayVal(x.shape, x.dtype, node=node)

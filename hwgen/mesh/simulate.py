@@ -64,7 +64,7 @@ def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str 
         shutil.rmtree(work, ignore_errors=True)
     _check_replicas(design, copies, loc)
     mp, port = design.plan, kernel.results[0]
-    local_shape = kernel.program.results[0].node.shard_map.body[0].shape
+    local_shape = mp.shape
     glob = join([c.reshape(local_shape) for c in copies], mp.out_spec, mp.mesh).reshape(port.shape)
     return SimResult(
         outputs=to_user(port, glob),

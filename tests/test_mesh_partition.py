@@ -1,0 +1,260 @@
+"""Global-view mesh kernels (`@hw.kernel(mesh=, in_shardings=, out_shardings=)`): the program
+is written for whole arrays and partitioned into a shard_map with collectives. The
+partitioned program's golden model equals the global one for every sharding (fast, no
+Verilator), the choices are GSPMD's (no communication, all-reduce, reduce-scatter,
+all-gather), and the hardware is bit-exact in the predicted cycles."""
+
+import numpy as np
+import pytest
+
+import hwgen as hw
+from hwgen import int32, interp
+from hwgen.mesh.partition import partition
+from hwgen.mesh.spmd import collectives_in_order
+
+RNG = np.random.default_rng(11)
+MESH = hw.Mesh((2, 2), ("x", "y"))
+M, K, N = 16, 8, 16
+
+
+def wide(*shape):
+    return RNG.integers(-(2**31), 2**31, size=shape, dtype=np.int64).astype(np.int32)
+
+
+def matmul(ins, out, **options):
+    @hw.kernel(mesh=MESH, in_shardings=ins, out_shardings=out, link=hw.LinkConfig(latency=3), **options)
+    def mm(a: hw.Array[int32, M, K], b: hw.Array[int32, K, N]):
+        return a @ b
+
+    return mm
+
+
+def partitioned(kernel, *args):
+    """The partitioned program's golden result, and its collectives' kinds."""
+    prog = partition(kernel, "partition")
+    values = dict(zip((p.name for p in kernel.params), args))
+    (got,) = interp.run([prog.results[0].node], values)
+    sm = prog.results[0].node.shard_map
+    return got, [c.kind for c in collectives_in_order(sm.body)], sm
+
+
+X, Y, XY = hw.P("x", None), hw.P(None, "y"), hw.P(None, ("x", "y"))
+
+
+@pytest.mark.parametrize(
+    "ins, out, kinds, placed",
+    [
+        ((X, Y), hw.P("x", "y"), [], ("P('x')", "P(None, 'y')")),  # rows by columns: no communication
+        ((hw.P(None, "x"), hw.P("x", None)), None, ["psum"], ("P(None, 'x')", "P('x')")),  # contraction split
+        ((XY, hw.P(("x", "y"), None)), hw.P(("y", "x"), None), ["psum_scatter"], None),  # then scattered
+        ((X, hw.P()), None, [], ("P('x')", "P()")),  # a replicated operand stays whole
+        ((hw.P(), hw.P()), hw.P("y", "x"), [], ("P('y')", "P(None, 'x')")),  # placed as read (a free slice)
+        ((X, hw.P()), hw.P(), ["all_gather"], None),  # computed split, gathered for a replicated result
+    ],
+)
+def test_a_matmul_partitions_as_gspmd_does_and_keeps_its_result(ins, out, kinds, placed):
+    k = matmul(ins, out)
+    a, b = wide(M, K), wide(K, N)
+    got, found, sm = partitioned(k, a, b)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(got, a @ b)
+    np.testing.assert_array_equal(got, k(a, b))
+    assert found == kinds
+    if placed:
+        assert tuple(repr(s) for s in sm.in_specs) == placed
+
+
+def test_elementwise_work_after_a_split_contraction_reads_its_all_reduce():
+    @hw.kernel(mesh=MESH, in_shardings=(hw.P(None, "x"), hw.P("x", None), hw.P("y", None)))
+    def affine(a: hw.Array[int32, M, K], b: hw.Array[int32, K, N], c: hw.Array[int32, M, N]):
+        return hw.map((M, N), lambda i, j: hw.sum(K, lambda k: a[i, k] * b[k, j]) * 3 + c[i, j])
+
+    a, b, c = wide(M, K), wide(K, N), wide(M, N)
+    got, kinds, sm = partitioned(affine, a, b, c)
+    np.testing.assert_array_equal(got, affine(a, b, c))
+    assert kinds == ["psum"] and repr(sm.out_specs[0]) == "P('y')"
+
+
+def test_the_result_split_follows_consumers_back_to_producers():
+    """(a @ b) + c with c split by rows over x: the matmul is computed split the same way."""
+
+    @hw.kernel(mesh=MESH, in_shardings=(hw.P(), hw.P(), hw.P("x", None)))
+    def chain(a: hw.Array[int32, M, K], b: hw.Array[int32, K, N], c: hw.Array[int32, M, N]):
+        return a @ b + c
+
+    a, b, c = wide(M, K), wide(K, N), wide(M, N)
+    got, kinds, sm = partitioned(chain, a, b, c)
+    np.testing.assert_array_equal(got, chain(a, b, c))
+    assert kinds == [] and repr(sm.in_specs[0]) == "P('x')"
+
+
+RING2 = hw.Mesh((2,), ("x",))
+
+
+def _index_as_value():
+    @hw.kernel(mesh=RING2, in_shardings=(hw.P("x"),))
+    def k(a: hw.Array[int32, 8]):
+        return hw.map(8, lambda i: hw.where(i == 0, 0, a[i] + i))
+
+    return k
+
+
+def _reversed_read():
+    @hw.kernel(mesh=RING2, in_shardings=(hw.P("x"), hw.P("x")))
+    def k(a: hw.Array[int32, 8], b: hw.Array[int32, 8]):
+        return a[::-1] + b
+
+    return k
+
+
+def _part_of_a_dimension():
+    @hw.kernel(mesh=RING2, in_shardings=(hw.P("x"), hw.P("x")))
+    def k(a: hw.Array[int32, 16], b: hw.Array[int32, 8]):
+        return a[8:] + b + hw.map(8, lambda i: a[i])
+
+    return k
+
+
+def _argmax():
+    @hw.kernel(mesh=RING2, in_shardings=(hw.P("x"),))
+    def k(a: hw.Array[int32, 8]):
+        return hw.map(1, lambda z: hw.argmax(a))
+
+    return k
+
+
+def _sums_sharing_index_names():
+    @hw.kernel(mesh=RING2, in_shardings=(hw.P("x"),))
+    def k(a: hw.Array[int32, 8, 4, 8]):
+        return a.sum(axis=2).sum(axis=0)
+
+    return k
+
+
+def _shared_names_and_a_bool_max():
+    @hw.kernel(mesh=RING2, in_shardings=(hw.P("x", None), hw.P()))
+    def k(a: hw.Array[int32, 8, 8], b: hw.Array[int32, 8, 8]):
+        return a.sum(axis=0) + (b > 0).max(axis=0)
+
+    return k
+
+
+def _two_layers():
+    @hw.kernel(mesh=RING2, in_shardings=(hw.P(), hw.P(), hw.P(None, "x")))
+    def k(a: hw.Array[int32, 8, 8], b: hw.Array[int32, 8, 8], d: hw.Array[int32, 8, 8]):
+        return (a @ b) @ d
+
+    return k
+
+
+def _diagonal():
+    @hw.kernel(mesh=RING2, in_shardings=(hw.P("x"),))
+    def k(a: hw.Array[int32, 8, 8]):
+        return hw.map(8, lambda i: a[i, i])
+
+    return k
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        _index_as_value,
+        _reversed_read,
+        _part_of_a_dimension,
+        _argmax,
+        _sums_sharing_index_names,
+        _shared_names_and_a_bool_max,
+        _two_layers,
+        _diagonal,
+    ],
+)
+def test_indices_that_need_their_global_value_stay_whole(make):
+    """An index used as a value, in an affine subscript, over part of a dimension or twice in
+    one read is not split (each PE would need its offset), and maps that share index names
+    ('@0', '@r0', '@i', ...) each decide their own: the partitioned program keeps the result."""
+    k = make()
+    args = [wide(*p.shape) for p in k.params]
+    got, _, sm = partitioned(k, *args)
+    np.testing.assert_array_equal(got, k(*args))
+    for spec in sm.in_specs:  # every placement is a valid spec: no axis twice
+        assert len(spec.axes()) == len(set(spec.axes()))
+
+
+def test_a_sharding_constraint_picks_the_split_of_an_intermediate():
+    @hw.kernel(mesh=MESH)
+    def chain(a: hw.Array[int32, M, K], b: hw.Array[int32, K, N], c: hw.Array[int32, M, N]):
+        h = hw.with_sharding_constraint(a @ b, hw.P("y", None))
+        return h + c
+
+    a, b, c = wide(M, K), wide(K, N), wide(M, N)
+    got, kinds, sm = partitioned(chain, a, b, c)
+    np.testing.assert_array_equal(got, chain(a, b, c))
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(got, a @ b + c)
+    assert kinds == [] and [repr(p) for p in sm.in_specs] == ["P('y')", "P()", "P('y')"]
+
+    with pytest.raises(hw.HwgenError) as e:
+
+        @hw.kernel
+        def alone(a: hw.Array[int32, 8]):
+            return hw.with_sharding_constraint(a, hw.P("x")) + 1  # L:no-mesh
+
+    assert "declare the kernel with @hw.kernel(mesh=...)" in e.value.message
+    assert open(__file__).read().splitlines()[e.value.line - 1].endswith("# L:no-mesh")
+
+
+def test_what_is_not_partitioned_yet_is_refused_with_the_users_line():
+    @hw.kernel(mesh=MESH, in_shardings=(hw.P("x"), hw.P("y")), out_shardings=hw.P("x"))  # L:moved
+    def add(a: hw.Array[int32, 64], b: hw.Array[int32, 64]):
+        return a + b
+
+    with pytest.raises(hw.UnsupportedError) as e:
+        add.elaborate()
+    assert "the argument 'b' is split as hw.P('y') but read as hw.P('x')" in e.value.message
+    assert e.value.message.endswith("the golden model add(*arrays) works")
+    assert e.value.file == __file__ and open(__file__).read().splitlines()[e.value.line - 1].endswith("# L:moved")
+    np.testing.assert_array_equal(add(np.arange(64, dtype=np.int32), np.ones(64, np.int32)), np.arange(1, 65))
+    assert "not partitioned: " in add.show_ir()
+
+
+def test_shardings_are_checked_when_the_kernel_is_made():
+    def make(ins=None, out=None, mesh=MESH):
+        @hw.kernel(mesh=mesh, in_shardings=ins, out_shardings=out)  # L:made
+        def k(a: hw.Array[int32, 6, 4]):
+            return a + 1
+
+        return k
+
+    with pytest.raises(hw.HwgenError, match=r"in_shardings must be a tuple of one hw.P per parameter \(1\)") as e:
+        make(ins=(hw.P(), hw.P()))
+    assert open(__file__).read().splitlines()[e.value.line - 1].endswith("# L:made")
+    with pytest.raises(hw.HwgenError, match="splits dimension 0 of size 6 over 4 PEs"):
+        make(ins=hw.P(("x", "y")))
+    with pytest.raises(hw.HwgenError, match="out_shardings P\\('z'\\) names mesh axis 'z'"):
+        make(out=hw.P("z"))
+    with pytest.raises(hw.HwgenError, match="they need mesh= too"):
+        make(ins=hw.P("x"), mesh=None)
+
+
+def test_a_schedule_is_checked_against_the_extents_on_each_pe():
+    k = matmul((XY, hw.P(("x", "y"), None)), None, tile={"@k": 4})  # K = 8 over 4 PEs: 2 each
+    with pytest.raises(hw.ScheduleError, match="does not divide its extent 2 on each PE"):
+        k.elaborate()
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize(
+    "ins, out",
+    [
+        ((hw.P(None, "x"), hw.P("x", None)), None),
+        ((XY, hw.P(("x", "y"), None)), hw.P(("y", "x"), None)),
+        ((X, hw.P()), hw.P()),
+    ],
+)
+def test_partitioned_matmuls_in_hardware(ins, out):
+    k = matmul(ins, out, tile={"@i": 8, "@j": 8, "@k": 2})
+    a, b = wide(M, K), wide(K, N)
+    sim = k.verify(a, b)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(sim.outputs, a @ b)
+    assert sim.cycles == sim.predicted_cycles
