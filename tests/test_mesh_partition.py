@@ -180,6 +180,20 @@ def test_indices_that_need_their_global_value_stay_whole(make):
         assert len(spec.axes()) == len(set(spec.axes()))
 
 
+def test_a_reduction_read_split_is_reduce_scattered():
+    """w - (x^T err): the sum over the samples (split over x) is computed for every weight,
+    then reduce-scattered along the weights, which w's placement splits over x too."""
+
+    @hw.kernel(mesh=RING2, in_shardings=(hw.P("x"), hw.P("x"), hw.P("x")))
+    def update(x: hw.Array[int32, 8, 4], err: hw.Array[int32, 8], w: hw.Array[int32, 4]):
+        return hw.map(4, lambda e: w[e] - hw.sum(8, lambda j: x[j, e] * err[j]))
+
+    args = (wide(8, 4), wide(8), wide(4))
+    got, kinds, sm = partitioned(update, *args)
+    np.testing.assert_array_equal(got, update(*args))
+    assert kinds == ["psum_scatter"] and repr(sm.out_specs[0]) == "P('x')"
+
+
 def test_a_sharding_constraint_picks_the_split_of_an_intermediate():
     @hw.kernel(mesh=MESH)
     def chain(a: hw.Array[int32, M, K], b: hw.Array[int32, K, N], c: hw.Array[int32, M, N]):

@@ -63,3 +63,21 @@ def test_weight_update_sharded_or_replicated_gives_the_same_weights():
         np.testing.assert_array_equal(sim.outputs, want)
         assert sim.cycles == sim.predicted_cycles
         assert [c["kind"] for c in sim.design.report["collectives"]] == kinds
+
+
+@pytest.mark.rtl
+def test_the_global_step_picks_its_update_from_the_weights_sharding():
+    """The training step written for whole arrays: weights placed in quarters give the
+    sharded update (all-gather, reduce-scatter, a quarter updated on each PE), replicated
+    weights the replicated one (all-reduce); the same weights as numpy either way."""
+    app, _ = load("weight_update")
+    args = app.inputs(2)
+    want = app.reference(*args)
+    for kernel, kinds in (
+        (app.global_sharded, ["all_gather", "reduce_scatter"]),
+        (app.global_replicated, ["all_reduce"]),
+    ):
+        sim = kernel.verify(*args)
+        np.testing.assert_array_equal(sim.outputs, want)
+        assert sim.cycles == sim.predicted_cycles
+        assert [c["kind"] for c in sim.design.report["collectives"]] == kinds

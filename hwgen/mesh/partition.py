@@ -32,7 +32,9 @@ split index renamed `<name>.n<extent>`: the schedule still names it):
   free local slice) when all its reads agree, else refused;
 - a top-level reduction over split indices: the partial reduction over the local extents,
   as a map over the indices of the enclosing map it uses, then psum / pmax / pmin over the
-  reduced axes; the map reads its result.
+  reduced axes; the map reads its result. A sum whose first such index is voted the same
+  axes is computed for every value of that index (whole in its body) and reduce-scattered
+  along it instead (`_scatters`: GSPMD's partial result and reduce-scatter).
 The result is reduce-scattered (a psum whose dimension 0 `out_shardings` splits over its
 axes) or gathered where `out_shardings` splits it less than computed. Anything else (moving
 an array between splits, gathering a dimension other than 0, a split reduction to a single
@@ -102,6 +104,7 @@ class _Partition:
         for last in (False, True):  # the second round takes the consumers' votes
             self.specs = dict(self.placed)  # arguments by name, maps by node: axes per dimension
             self.axes = {}  # map -> its indices' names -> their axes (each map its own)
+            self.scattered = {}  # reduction -> the index it is reduce-scattered along
             for m in self.maps:
                 self._assign(m, wanted.get(m, []))
             if not last:
@@ -182,6 +185,7 @@ class _Partition:
                 continue
             axes[name] = a
             used |= set(a)
+        self._scatters(m, nest, votes)
         self.specs[m] = tuple(axes.get(d.name, ()) for d in m.dims)
         if fixed and self.specs[m] != fixed[0]:
             self.refuse(
@@ -191,32 +195,78 @@ class _Partition:
                 fixed[1],
             )
 
+    def _scatters(self, m, nest: dict, votes: list) -> None:
+        """GSPMD's partial result then reduce-scatter: a top-level reduction of `m` split over
+        axes A whose first index f (of m's, that it uses) is whole and voted A: f takes A too,
+        and the reduction is computed for every f, then reduce-scattered along it. Another
+        split reduction over A's axes that uses f must then be scattered along f as well."""
+        axes = self.axes[m]
+        for r in _reduces(m.body):
+            held = {a for d in r.dims for a in axes.get(d.name, ())}
+            free = [d for d in m.dims if d.name in ir.free_indices(r)]
+            if r.op.op != "add" or not held or not free or free[0].name in axes or free[0].name not in nest:
+                continue
+            f = free[0]
+            for name, a in votes:
+                if name == f.name and set(a) == held and f.extent % _size(a, self.mesh) == 0:
+                    axes[f.name] = a
+                    self.scattered[r] = f.name
+                    break
+        for r in _reduces(m.body):
+            held = {a for d in r.dims for a in axes.get(d.name, ())}
+            for d in m.dims:
+                if (
+                    d.name in ir.free_indices(r)
+                    and held & set(axes.get(d.name, ()))
+                    and self.scattered.get(r) != d.name
+                ):
+                    self.refuse(
+                        f"two reductions over the axes {', '.join(sorted(held))} would need different splits of "
+                        f"the index '{d.name}' they both use",
+                        r.loc or m.loc,
+                    )
+
     def _consumer_votes(self) -> dict:
         """Map -> (its index, axes) for every dimension a consumer reads it split by."""
         out = {}
         for m in self.maps:
-            for r in _reads(m.body):
+            for r, whole in self._reads_in(m):
                 if isinstance(r.src, ir.Map):
                     for d, sub in zip(r.src.dims, r.idx):
-                        a = self._axes(m, sub)
+                        a = self._axes(m, sub, whole)
                         if a:
                             out.setdefault(r.src, []).append((d.name, a))
         return out
 
-    def _axes(self, m, sub) -> tuple:
-        """The axes the subscript `sub` of a read in map `m` splits its dimension by."""
-        return self.axes.get(m, {}).get(sub.name, ()) if isinstance(sub, ir.Index) else ()
+    def _axes(self, m, sub, whole=()) -> tuple:
+        """The axes the subscript `sub` of a read in map `m` splits its dimension by (none for
+        the indices in `whole`: a scattered reduction's own, computed for every value)."""
+        if not isinstance(sub, ir.Index) or sub.name in whole:
+            return ()
+        return self.axes.get(m, {}).get(sub.name, ())
+
+    def _reads_in(self, m):
+        """(read, the indices whole there) of every read in map `m`'s body: a scattered
+        reduction's index is whole in its body."""
+        inside = {}
+        for r in _reduces(m.body):
+            if r in self.scattered:
+                inside.update((id(q), (self.scattered[r],)) for q in _reads(r.body))
+        for q in _reads(m.body):
+            yield q, inside.get(id(q), ())
 
     # ------------------------------------------------------------ the per-PE program
 
-    def _needs(self, r, m) -> tuple:
+    def _needs(self, r, m, whole=()) -> tuple:
         """The spec read `r` of map `m` needs of its array: per dimension its index's axes."""
-        return tuple(self._axes(m, s) for s in r.idx)
+        return tuple(self._axes(m, s, whole) for s in r.idx)
 
     def _place(self) -> None:
         """A kernel argument read more finely split than placed is placed as read."""
         for name in self.inputs:
-            needs = {self._needs(r, m) for m in self.maps for r in _reads(m.body) if _key(r.src) == name}
+            needs = {
+                self._needs(r, m, whole) for m in self.maps for r, whole in self._reads_in(m) if _key(r.src) == name
+            }
             placed = self.placed[name]
             finer = {n for n in needs if any(a and not p for a, p in zip(n, placed))}
             if len(finer) > 1 or (finer and len(needs) > 1):
@@ -245,7 +295,6 @@ class _Partition:
             args.append(self.inputs[port.name])
             params.append(local)
             self.local[port.name] = (local, spec)
-        self.extents = {}
         for m in self.maps:
             self.local[m] = (self._map(m), self.specs[m])
         node, spec = self.local[self.result.node]
@@ -277,7 +326,9 @@ class _Partition:
         port = self.result.port
         res = Result(port, ir.ShardOut(sm, 0, node.dtype, port.shape))
         prog = self.kernel.program
-        extents = {**prog.extents, **self.extents}
+        # every index of the per-PE program over its extent there (the global one elsewhere)
+        local = {d.name: d.extent for d in ir.walk(node) if isinstance(d, ir.Dim)}
+        extents = {**{n: e for n, e in prog.extents.items() if n not in local}, **local}
         try:  # the schedule names the same indices, over their extents on each PE now
             self.kernel.schedule.check(extents, self.kernel.name)
         except ScheduleError as e:
@@ -294,15 +345,15 @@ class _Partition:
             n = d.extent // _size(axes, self.mesh)
             name = f"{d.name}.n{n}" if axes else d.name
             ren[d.name] = name
-            self.extents[name] = n
             out.append(ir.Dim(name, n))
         return tuple(out)
 
     def _map(self, m):
         ren = {}
         dims = self._dims(m, m.dims, ren)
-        if isinstance(m.body, ir.Reduce) and self._split(m, m.body):  # the map is the reduction: its collective
-            return self._reduction(m, m.body, dims, ren)
+        r = m.body
+        if isinstance(r, ir.Reduce) and self._split(m, r) and self.scattered.get(r, m.dims[0].name) == m.dims[0].name:
+            return self._reduction(m, r, list(zip(m.dims, dims)), ren)  # the map is the reduction: its collective
         return ir.Map(dims, self._expr(m.body, m, ren, dims), loc=m.loc)
 
     def _split(self, m, r) -> tuple:
@@ -310,43 +361,56 @@ class _Partition:
         held = {a for d in r.dims for a in self.axes.get(m, {}).get(d.name, ())}
         return tuple(a for a in self.mesh.axis_names if a in held)
 
-    def _reduction(self, m, r, dims: tuple, ren: dict):
+    def _reduction(self, m, r, pairs: list, ren: dict):
         """Reduction `r` of map `m` over split indices: its partial over the local extents, a
-        map over `dims` (the local dims of the indices it uses), then its collective."""
-        if not dims:
+        map over the (global, local) dims `pairs` of m (a scattered reduction's index over all
+        its values), then its collective: psum / pmax / pmin, or a reduce-scatter."""
+        if not pairs:
             self.refuse("a reduction over split indices to a single value is not built yet", r.loc or m.loc)
-        ren = dict(ren)
-        part = ir.Reduce(self._dims(m, r.dims, ren), self._expr(r.body, m, ren, None), r.op, loc=r.loc)
-        partial = ir.Map(dims, part, loc=m.loc)
-        return ir.Collective(REDUCTIONS[r.op.op], self._split(m, r), (), partial, partial.shape, loc=r.loc or m.loc)
+        ren, f = dict(ren), self.scattered.get(r)
+        dims = []
+        for d, local in pairs:
+            if d.name == f:  # computed for every value of the index, then scattered along it
+                local = ir.Dim(d.name, d.extent)
+                ren[d.name] = d.name
+            dims.append(local)
+        rdims = self._dims(m, r.dims, ren)
+        body = self._expr(r.body, m, ren, None, (f,) if f else ())
+        partial = ir.Map(tuple(dims), ir.Reduce(rdims, body, r.op, loc=r.loc), loc=m.loc)
+        loc = r.loc or m.loc
+        if f:
+            a = self.axes[m][f]
+            shape = (partial.shape[0] // _size(a, self.mesh),) + partial.shape[1:]
+            return ir.Collective("psum_scatter", a, (("dim", 0), ("tiled", True)), partial, shape, loc=loc)
+        return ir.Collective(REDUCTIONS[r.op.op], self._split(m, r), (), partial, partial.shape, loc=loc)
 
-    def _expr(self, e, m, ren: dict, dims):
+    def _expr(self, e, m, ren: dict, dims, whole=()):
         """Expression `e` of map `m`'s body over the local blocks, its indices renamed by
         `ren`; `dims`: m's local dims when `e` is at the top of the body (outside any
-        reduction), else None."""
+        reduction), else None; `whole`: indices over all their values here."""
         if isinstance(e, ir.Index):
             return ir.Index(ren.get(e.name, e.name), e.dtype)
         if isinstance(e, ir.Read):
-            idx = tuple(self._expr(i, m, ren, None) for i in e.idx)
-            return ir.Read(self._operand(e, m), idx, loc=e.loc, text=e.text)
+            idx = tuple(self._expr(i, m, ren, None, whole) for i in e.idx)
+            return ir.Read(self._operand(e, m, whole), idx, loc=e.loc, text=e.text)
         if isinstance(e, ir.Reduce):
             if dims is not None and self._split(m, e):
                 used = ir.free_indices(e)
-                local = tuple(ld for d, ld in zip(m.dims, dims) if d.name in used)
-                coll = self._reduction(m, e, local, ren)
-                return ir.Read(coll, tuple(ir.Index(d.name) for d in local))
+                pairs = [(d, ld) for d, ld in zip(m.dims, dims) if d.name in used]
+                coll = self._reduction(m, e, pairs, ren)
+                return ir.Read(coll, tuple(ir.Index(ld.name) for _, ld in pairs))
             inner = dict(ren)
             rdims = self._dims(m, e.dims, inner)
-            return ir.Reduce(rdims, self._expr(e.body, m, inner, None), e.op, loc=e.loc)
+            return ir.Reduce(rdims, self._expr(e.body, m, inner, None, whole), e.op, loc=e.loc)
         if isinstance(e, (ir.MemRead, ir.Count)):
             self.refuse("a count of a group-by, filter or flatmap is not partitioned yet", m.loc)
-        return ir.rebuild(e, lambda c: self._expr(c, m, ren, dims) if isinstance(c, ir.Expr) else c)
+        return ir.rebuild(e, lambda c: self._expr(c, m, ren, dims, whole) if isinstance(c, ir.Expr) else c)
 
-    def _operand(self, r, m):
+    def _operand(self, r, m, whole=()):
         """The local array read `r` of map `m` reads: its array's block, gathered where the
         read splits a dimension less than the array is."""
         node, spec = self.local[_key(r.src)]
-        needs = self._needs(r, m)
+        needs = self._needs(r, m, whole)
         what = f"the argument '{r.src.name}'" if isinstance(r.src, ir.Input) else "an intermediate array"
         if any(a and a != s for a, s in zip(needs, spec)):
             self.refuse(

@@ -7,7 +7,12 @@ collectives in one body, with patterns between them; integers throughout (the up
 gradient shifted right by SHIFT bits, like a learning rate of 2**-SHIFT).
 
 `replicated` is the same step with the update replicated instead: the gradient is
-all-reduced and every PE updates every weight. Both give the same weights."""
+all-reduced and every PE updates every weight. Both give the same weights.
+
+`global_sharded` and `global_replicated` are the step written once for whole arrays
+(`_step`); only the weights' in_shardings differ, and hwgen's partitioner picks the
+collectives (GSPMD): the sharded update from weights placed in quarters, the replicated one
+from replicated weights."""
 
 import numpy as np
 
@@ -43,6 +48,36 @@ def replicated(x: hw.Array[int32, P * N, D], y: hw.Array[int32, P * N], w: hw.Ar
 
     split = hw.P("x")
     return hw.shard_map(body, mesh=mesh, in_specs=(split, split, hw.P()), out_specs=hw.P())(x, y, w)
+
+
+def _step(x, y, w):
+    """The training step written for whole arrays: the golden model of `global_sharded` and
+    `global_replicated`, which differ only in the weights' placement."""
+    err = hw.map(P * N, lambda i: hw.sum(D, lambda d: x[i, d] * w[d]) - y[i])
+    return hw.map(D, lambda e: w[e] - (hw.sum(P * N, lambda j: x[j, e] * err[j]) >> SHIFT))
+
+
+WHOLE = {"i": 8, "d": 64, "e": 16, "j": 32}  # the same loops, over whole arrays
+
+
+@hw.kernel(
+    mesh=mesh,
+    link=hw.LinkConfig(latency=8),
+    tile=WHOLE,
+    in_shardings=(hw.P("x"), hw.P("x"), hw.P("x")),
+    out_shardings=hw.P("x"),
+)
+def global_sharded(x: hw.Array[int32, P * N, D], y: hw.Array[int32, P * N], w: hw.Array[int32, D]):
+    """Weights placed in quarters: the partitioner gathers them for the errors and
+    reduce-scatters the gradient, and each PE updates its quarter."""
+    return _step(x, y, w)
+
+
+@hw.kernel(mesh=mesh, link=hw.LinkConfig(latency=8), tile=WHOLE, in_shardings=(hw.P("x"), hw.P("x"), hw.P()))
+def global_replicated(x: hw.Array[int32, P * N, D], y: hw.Array[int32, P * N], w: hw.Array[int32, D]):
+    """Weights replicated: the partitioner all-reduces the gradient and every PE updates
+    every weight."""
+    return _step(x, y, w)
 
 
 def inputs(seed=0):
