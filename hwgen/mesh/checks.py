@@ -41,12 +41,13 @@ def check_shardings(program, mesh, shardings, loc) -> tuple:
             "that calls hw.shard_map gives in_specs and out_specs to it instead",
             loc,
         )
-    if isinstance(ins, P):
+    given = ins
+    if isinstance(ins, P) and len(program.params) == 1:
         ins = (ins,)
     ins = replicated if ins is None else tuple(ins) if isinstance(ins, (tuple, list)) else ins
     if not isinstance(ins, tuple) or len(ins) != len(program.params):
         raise ScheduleError(
-            f"in_shardings must be a tuple of one hw.P per parameter ({len(program.params)}), got {ins!r}", loc
+            f"in_shardings must be a tuple of one hw.P per parameter ({len(program.params)}), got {given!r}", loc
         )
     try:
         for k, (port, spec) in enumerate(zip(program.params, ins)):
