@@ -283,7 +283,8 @@ def _collective(coll, mesh, link, dram, arrays: tuple, refuse, what: str, name: 
         raise UnsupportedError(
             f"cannot {what} kernel '{name}': the {step.replace('_', '-')} along '{a}' of "
             f"{whole} words needs each of its {q} blocks to be a multiple of the DRAM beat "
-            f"({dram.words_per_cycle} words){need if step == 'all_gather' else ''}{wide}",
+            f"({dram.words_per_cycle} words){need if step == 'all_gather' else ''}{wide}; make the vector a "
+            f"multiple of {q * dram.words_per_cycle} words, or give a DramConfig of narrower beats",
             coll.loc,
         )
     if kind == "all_reduce" and len(axes) > 1 and len({mesh.shape[a] for a in axes}) == 1:
