@@ -417,4 +417,4 @@ def test_mesh_hardware_refusals_name_the_reason_and_the_line():
     )
     err = hardware_error(lambda b: hw.psum_scatter(b, "y", tiled=True))  # L:beat
     beat = "the reduce-scatter along 'y' of 8 words needs each of its 4 blocks to be a multiple of the DRAM beat"
-    refused(err, beat + " (4 words)", "beat")
+    refused(err, beat + " (4 words); make the vector a multiple of 16 words, or give a DramConfig", "beat")

@@ -4,6 +4,8 @@ partitioned program's golden model equals the global one for every sharding (fas
 Verilator), the choices are GSPMD's (no communication, all-reduce, reduce-scatter,
 all-gather), and the hardware is bit-exact in the predicted cycles."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -248,6 +250,186 @@ def test_shardings_are_checked_when_the_kernel_is_made():
         make(out=hw.P("z"))
     with pytest.raises(hw.HwgenError, match="they need mesh= too"):
         make(ins=hw.P("x"), mesh=None)
+
+
+def _read_two_ways():
+    @hw.kernel(mesh=RING2, in_shardings=(hw.P(), hw.P("x")))  # L:two-ways
+    def k(a: hw.Array[int32, 8], b: hw.Array[int32, 8]):
+        return hw.map(8, lambda i: a[i] + b[i]) + hw.map(8, lambda j: a[7 - j])
+
+    return k
+
+
+def _placed_otherwise():
+    ins = (hw.P("x", None), hw.P(None, "x"))
+
+    @hw.kernel(mesh=MESH, in_shardings=ins, out_shardings=hw.P("x", "y"))  # L:otherwise
+    def k(b: hw.Array[int32, 8, 8], a: hw.Array[int32, 8, 8]):
+        return hw.map((8, 8), lambda i, j: b[i, j] + a[i, j])
+
+    return k
+
+
+def _result_sliced():
+    @hw.kernel(mesh=RING2, out_shardings=hw.P("x"))
+    def k(a: hw.Array[int32, 8]):
+        return hw.map(8, lambda i: a[7 - i] + 1)  # L:sliced
+
+    return k
+
+
+def _gather_dimension_1():
+    @hw.kernel(mesh=RING2, in_shardings=(hw.P(None, "x"),))
+    def k(a: hw.Array[int32, 4, 8]):
+        return hw.map((4, 8), lambda i, j: a[i, 7 - j])  # L:dim1
+
+    return k
+
+
+def _to_one_value():
+    @hw.kernel(mesh=RING2, in_shardings=(hw.P("x"),))
+    def k(a: hw.Array[int32, 8]):
+        return hw.map(1, lambda z: hw.sum(8, lambda i: a[i]) + 1)  # L:one-value
+
+    return k
+
+
+def _multifold():
+    @hw.kernel(mesh=RING2)
+    def k(a: hw.Array[int32, 8]):
+        return hw.multifold(8, hw.zeros(4, int32), lambda i: (i % 4, a[i])) + 1  # L:multifold
+
+    return k
+
+
+def _count():
+    @hw.kernel(mesh=RING2)
+    def k(a: hw.Array[int32, 8]):
+        _, n = hw.filter(8, lambda i: a[i] > 0)
+        return hw.map(8, lambda j: a[j] + n)  # L:count
+
+    return k
+
+
+def _bool_result():
+    @hw.kernel(mesh=RING2)  # L:bool
+    def k(a: hw.Array[int32, 8]):
+        return a > 0
+
+    return k
+
+
+def _two_constraints():
+    @hw.kernel(mesh=MESH)
+    def k(a: hw.Array[int32, 8, 8], b: hw.Array[int32, 8, 8]):
+        h = a @ b
+        one = hw.with_sharding_constraint(h, hw.P("x"))
+        two = hw.with_sharding_constraint(h, hw.P(None, "x"))  # L:twice
+        return one + two
+
+    return k
+
+
+def _unmet_constraint():
+    @hw.kernel(mesh=RING2)
+    def k(a: hw.Array[int32, 8]):
+        return hw.with_sharding_constraint(hw.map(8, lambda i: a[7 - i]), hw.P("x")) + 1  # L:unmet
+
+    return k
+
+
+@pytest.mark.parametrize(
+    "make, why, marker",
+    [
+        (_read_two_ways, "the argument 'a' is read as hw.P('x') and replicated; placing it needs one way", "two-ways"),
+        (
+            _placed_otherwise,
+            "the argument 'a' is placed hw.P(None, 'x') but read as hw.P('x', 'y'); give it in_shardings "
+            "hw.P('x', 'y')",
+            "otherwise",
+        ),
+        (
+            _result_sliced,
+            "the result is computed as replicated, which out_shardings hw.P('x') would slice (not built yet: "
+            "give out_shardings hw.P(), as computed)",
+            "sliced",
+        ),
+        (
+            _gather_dimension_1,
+            "the argument 'a' is split along dimension 1 over x and needed whole there; gathering a dimension "
+            "other than 0 is not built yet",
+            "dim1",
+        ),
+        (_to_one_value, "a reduction over split indices to a single value is not built yet", "one-value"),
+        (_multifold, "hw.multifold is not partitioned yet", "multifold"),
+        (_count, "a count of a group-by, filter or flatmap is not partitioned yet", "count"),
+        (_bool_result, "the result must be integers, not bool_ (convert it with .astype)", "bool"),
+        (_two_constraints, "one array has two different hw.with_sharding_constraint", "twice"),
+        (
+            _unmet_constraint,
+            "hw.with_sharding_constraint asks for hw.P('x'), but the array can only be computed as replicated",
+            "unmet",
+        ),
+    ],
+)
+def test_every_refusal_of_the_partitioner_says_why_and_where(make, why, marker):
+    k = make()
+    with pytest.raises(hw.UnsupportedError) as e:
+        k.elaborate()
+    assert e.value.message.startswith(f"cannot elaborate kernel 'k' on mesh {k.mesh.describe()}: {why}")
+    assert e.value.message.endswith("the golden model k(*arrays) works")
+    assert e.value.file == __file__ and open(__file__).read().splitlines()[e.value.line - 1].endswith(f"# L:{marker}")
+
+
+def test_shardings_and_constraints_in_the_wrong_place_are_errors():
+    with pytest.raises(hw.ScheduleError, match="a kernel that calls hw.shard_map gives in_specs") as e:
+
+        @hw.kernel(mesh=RING2, in_shardings=(hw.P("x"),))  # L:with-shard-map
+        def k(a: hw.Array[int32, 8]):
+            return hw.shard_map(lambda b: hw.psum(b, "x"), mesh=RING2, in_specs=hw.P("x"), out_specs=hw.P())(a)
+
+    assert open(__file__).read().splitlines()[e.value.line - 1].endswith("# L:with-shard-map")
+    with pytest.raises(hw.ScheduleError, match="out_shardings is one hw.P: the kernel must return one array"):
+
+        @hw.kernel(mesh=RING2, out_shardings=hw.P("x"))
+        def two(a: hw.Array[int32, 8]):
+            return a + 1, a + 2
+
+    with pytest.raises(hw.ScheduleError, match="is for programs written for whole arrays, not with hw.shard_map") as e:
+
+        @hw.kernel(mesh=RING2)
+        def mixed(a: hw.Array[int32, 8]):
+            placed = hw.with_sharding_constraint(a + 1, hw.P("x"))  # L:mixed
+            return hw.shard_map(lambda b: hw.psum(b, "x"), mesh=RING2, in_specs=hw.P("x"), out_specs=hw.P())(placed)
+
+    assert open(__file__).read().splitlines()[e.value.line - 1].endswith("# L:mixed")
+    with pytest.raises(hw.TypeMismatchError, match=r"hw.with_sharding_constraint P\(None, 'x'\) has 2 entries") as e:
+
+        @hw.kernel(mesh=RING2)
+        def rank(a: hw.Array[int32, 8]):
+            return hw.with_sharding_constraint(a + 1, hw.P(None, "x"))  # L:rank
+
+    assert open(__file__).read().splitlines()[e.value.line - 1].endswith("# L:rank")
+    with pytest.raises(hw.TraceError, match="inside a hw.shard_map body each PE's block is already placed") as e:
+
+        @hw.kernel(mesh=RING2)
+        def inside(a: hw.Array[int32, 8]):
+            body = lambda b: hw.with_sharding_constraint(b, hw.P("x"))  # noqa: E731  # L:inside
+            return hw.shard_map(body, mesh=RING2, in_specs=hw.P("x"), out_specs=hw.P("x"))(a)
+
+    assert open(__file__).read().splitlines()[e.value.line - 1].endswith("# L:inside")
+    for value, spec, why in (
+        (3, hw.P(), "hw.with_sharding_constraint needs an array, got"),
+        (None, "x", "hw.with_sharding_constraint needs an hw.P(...), got 'x'"),
+    ):
+        with pytest.raises(hw.TraceError, match=re.escape(why)):
+
+            @hw.kernel(mesh=RING2)
+            def wrong(a: hw.Array[int32, 8]):
+                return a + hw.with_sharding_constraint(a if value is None else value, spec)
+
+    with pytest.raises(hw.TraceError, match="hw.with_sharding_constraint can only be used inside an @hw.kernel"):
+        hw.with_sharding_constraint(np.zeros(4, np.int32), hw.P())
 
 
 def test_a_schedule_is_checked_against_the_extents_on_each_pe():

@@ -133,14 +133,12 @@ class _Partition:
             if isinstance(node, ir.Input):
                 return
             if not isinstance(node, ir.Map):
-                self.refuse(f"{_UNPARTITIONED.get(type(node), 'this array')} is not partitioned yet", node_loc(node))
+                self.refuse(f"{_UNPARTITIONED.get(type(node), 'this array')} is not partitioned yet", _loc(node))
             for r in _reads(node.body):
                 visit(r.src)
             order.append(node)
 
-        if isinstance(root, ir.Input):
-            self.refuse("the result must be computed (return a map of the argument)")
-        visit(root)
+        visit(root)  # (a returned argument is a map copying it: lang/program.py)
         return order
 
     def _nest(self, m) -> dict:
@@ -198,8 +196,8 @@ class _Partition:
     def _scatters(self, m, nest: dict, votes: list) -> None:
         """GSPMD's partial result then reduce-scatter: a top-level reduction of `m` split over
         axes A whose first index f (of m's, that it uses) is whole and voted A: f takes A too,
-        and the reduction is computed for every f, then reduce-scattered along it. Another
-        split reduction over A's axes that uses f must then be scattered along f as well."""
+        and the reduction is computed for every f, then reduce-scattered along it (no other
+        reduction of m holds A's axes: a map's indices never share axes)."""
         axes = self.axes[m]
         for r in _reduces(m.body):
             held = {a for d in r.dims for a in axes.get(d.name, ())}
@@ -212,19 +210,6 @@ class _Partition:
                     axes[f.name] = a
                     self.scattered[r] = f.name
                     break
-        for r in _reduces(m.body):
-            held = {a for d in r.dims for a in axes.get(d.name, ())}
-            for d in m.dims:
-                if (
-                    d.name in ir.free_indices(r)
-                    and held & set(axes.get(d.name, ()))
-                    and self.scattered.get(r) != d.name
-                ):
-                    self.refuse(
-                        f"two reductions over the axes {', '.join(sorted(held))} would need different splits of "
-                        f"the index '{d.name}' they both use",
-                        r.loc or m.loc,
-                    )
 
     def _consumer_votes(self) -> dict:
         """Map -> (its index, axes) for every dimension a consumer reads it split by."""
@@ -305,7 +290,7 @@ class _Partition:
             if any(a and a != s for a, s in zip(out, spec)):
                 self.refuse(
                     f"the result is computed as {_show(spec)}, which out_shardings {_show(out)} would "
-                    f"slice (not built yet: give out_shardings {_show(spec)} or replicate it)",
+                    f"slice (not built yet: give out_shardings hw.{_spec(spec)!r}, as computed)",
                     self.result.node.loc,
                 )
             node = self._gather(node, spec, out, self.result.node.loc, "the result")
@@ -449,15 +434,12 @@ class _Partition:
         return node
 
 
-_UNPARTITIONED = {
-    ir.MultiFold: "hw.multifold",
-    ir.Part: "hw.groupby_fold, hw.filter or hw.flatmap",
-    ir.ShardOut: "a hw.shard_map",
-    ir.Collective: "a collective",
-}
+# the other array nodes a program for whole arrays may hold (no shard_map: mesh/checks.py)
+_UNPARTITIONED = {ir.MultiFold: "hw.multifold", ir.Part: "hw.groupby_fold, hw.filter or hw.flatmap"}
 
 
-def node_loc(node):
+def _loc(node):
+    """The user's line of an array node (a Part's is its Collect's)."""
     return getattr(node, "loc", None) or getattr(getattr(node, "collect", None), "loc", None)
 
 
