@@ -29,7 +29,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .datapath import combine, dtype_shape, select
-from .onchip import lane_index, read_port
+from .onchip import lane_data, lane_index, read_port
 
 ROLES = ("keys", "values", "count")
 
@@ -129,7 +129,7 @@ class GroupMem(wiring.Component):
                         value = select([row[0] for row in values], idx[0])
                     else:
                         value = select([select(row, idx[1]) for row in values], idx[0])
-                    m.d.comb += getattr(port, f"d{lane}").eq(value)
+                    m.d.comb += lane_data(port, lane).eq(value)
         return m
 
 

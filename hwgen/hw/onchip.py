@@ -2,21 +2,21 @@
 
 A port serves `lanes` accesses per cycle; each lane gives one index per dimension.
 
-    read port  (user side)  i<l>_<d>: Out   index of lane l along dimension d
-                            d<l>: In        data of lane l: same cycle (registers) or four
-                                            cycles later (RAM: address register, read, output
-                                            register, bank multiplexer register; five
+    read port  (user side)  index: Out      index[l].d<k>: lane l's index along dimension k
+                            data: In        data[l]: lane l's word, the same cycle (registers)
+                                            or four cycles later (RAM: address register, read,
+                                            output register, bank multiplexer register; five
                                             for more than MUX_GROUP banks, whose
                                             multiplexer has two registered steps; six for
                                             more than BANK_FANOUT banks, which register each
                                             lane's address first: MemPlan.latency)
-    write port (user side)  en<l>, i<l>_<d>, d<l>: Out   mem[index] <= data at the clock edge
-                                            (registers) or the edge after (RAM: each bank's
-                                            write is registered; two edges after for a RAM
-                                            of more than MUX_GROUP banks that only tile
-                                            loads write: each lane's request is registered,
-                                            a copy per group of MUX_GROUP banks it reaches,
-                                            before the banks' multiplexers;
+    write port (user side)  en, index, data: Out   en[l]: mem[index[l]] <= data[l] at the
+                                            clock edge (registers) or the edge after (RAM:
+                                            each bank's write is registered; two edges
+                                            after for a RAM of more than MUX_GROUP banks
+                                            that only tile loads write: each lane's request
+                                            is registered, a copy per group of MUX_GROUP
+                                            banks it reaches, before the banks' multiplexers;
                                             MemPlan.write_latency)
 
 On the memory: `r<k>` / `w<k>` are the ports, `r<k>_buf` / `w<k>_buf` pick the buffer (when
@@ -39,7 +39,7 @@ import itertools
 from types import SimpleNamespace
 
 from amaranth.hdl import Module, Mux, Signal
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..passes.memplan import BANK_FANOUT, MUX_GROUP
@@ -53,27 +53,45 @@ def index_shapes(shape) -> list:
     return [range(max(2, n)) for n in shape] if shape else [range(2)]
 
 
+def index_layout(shape) -> data.StructLayout:
+    """One lane's index: field d<k> along dimension k."""
+    return data.StructLayout({f"d{d}": s for d, s in enumerate(index_shapes(shape))})
+
+
 def read_port(shape, dtype, lanes: int) -> wiring.Signature:
-    members = {}
-    for lane in range(lanes):
-        for d, s in enumerate(index_shapes(shape)):
-            members[f"i{lane}_{d}"] = Out(s)
-        members[f"d{lane}"] = In(dtype_shape(dtype))
-    return wiring.Signature(members)
+    """`index`: Out, lane l's index (`index[l].d<k>`); `data`: In, lane l's word (`data[l]`)."""
+    return wiring.Signature(
+        {
+            "index": Out(data.ArrayLayout(index_layout(shape), lanes)),
+            "data": In(data.ArrayLayout(dtype_shape(dtype), lanes)),
+        }
+    )
 
 
 def write_port(shape, dtype, lanes: int) -> wiring.Signature:
-    members = {}
-    for lane in range(lanes):
-        members[f"en{lane}"] = Out(1)
-        for d, s in enumerate(index_shapes(shape)):
-            members[f"i{lane}_{d}"] = Out(s)
-        members[f"d{lane}"] = Out(dtype_shape(dtype))
-    return wiring.Signature(members)
+    """`en`: Out, a bit per lane; `index` and `data`: Out, as a read port's."""
+    return wiring.Signature(
+        {
+            "en": Out(lanes),
+            "index": Out(data.ArrayLayout(index_layout(shape), lanes)),
+            "data": Out(data.ArrayLayout(dtype_shape(dtype), lanes)),
+        }
+    )
 
 
 def lane_index(port, lane: int, ndim: int) -> list:
-    return [getattr(port, f"i{lane}_{d}") for d in range(max(1, ndim))]
+    """Lane `lane`'s index signals of a read or write port, one per dimension."""
+    return [port.index[lane][f"d{d}"] for d in range(max(1, ndim))]
+
+
+def lane_data(port, lane: int):
+    """Lane `lane`'s data of a read or write port."""
+    return port.data[lane]
+
+
+def lane_en(port, lane: int):
+    """Lane `lane`'s write enable."""
+    return port.en[lane]
 
 
 def one_of(values: list):
@@ -161,13 +179,13 @@ class OnChipMem(wiring.Component):
                 addr = flat(port, lane)
                 per_copy = [c[0] if size == 1 else select(c, addr) for c in copies]
                 value = per_copy[0] if plan.depth == 1 else select(per_copy, buf)
-                m.d.comb += getattr(port, f"d{lane}").eq(value)
+                m.d.comb += lane_data(port, lane).eq(value)
         for k, (lanes, _) in enumerate(self._writes):
             port = getattr(self, f"w{k}")
             buf = self._buf(m, f"w{k}")
             for lane in range(lanes):
-                en = getattr(port, f"en{lane}")
-                data = getattr(port, f"d{lane}")
+                en = lane_en(port, lane)
+                data = lane_data(port, lane)
                 addr = flat(port, lane)
                 for c in range(plan.depth):
                     hit = en if plan.depth == 1 else en & (buf == c)
@@ -270,8 +288,8 @@ class OnChipMem(wiring.Component):
             bufs = self._lane_bufs(m, f"w{k}", lanes, len(bank_ids))
             for lane in range(lanes):
                 bank, addr = self._split(m, g, port, lane, bufs[lane])
-                en = getattr(port, f"en{lane}")
-                data = getattr(port, f"d{lane}").as_unsigned()
+                en = lane_en(port, lane)
+                data = lane_data(port, lane).as_unsigned()
                 step = MUX_GROUP if plan.registered_writes else len(reach[lane])
                 for first in range(0, len(reach[lane]), step):
                     group = reach[lane][first : first + step]
@@ -336,7 +354,7 @@ class OnChipMem(wiring.Component):
             data[b] = ram.r_data[k]  # three cycles after the bank's address register is given its address
         for lane in range(lanes):
             value = self._lane_data(m, g, k, lane, reach[lane], splits[lane][0], data)
-            m.d.sync += getattr(port, f"d{lane}").eq(value)  # the data leave on a flip-flop
+            m.d.sync += lane_data(port, lane).eq(value)  # the data leave on a flip-flop
 
     def _lane_data(self, m, g, k, lane, banks_l, sel, data):
         """A read lane's data: from its one bank, or chosen among its banks by the bank number

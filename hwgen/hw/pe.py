@@ -40,7 +40,7 @@ from .control import Parallel as ParallelUnit
 from .counters import check_port_names
 from .datapath import dtype_shape
 from .groupmem import ROLES, GroupMem
-from .onchip import OnChipMem
+from .onchip import OnChipMem, lane_data, lane_index
 from .pipe import PipeUnit, port_name
 from .transfer import LoadUnit, StoreUnit, reach_banks
 
@@ -258,9 +258,9 @@ class PE(wiring.Component):
             wiring.connect(m, iface, port)
             return
         # a scalar result, or the limit of a store: element 0
-        m.d.comb += [getattr(port, f"i0_{d}").eq(0) for d in range(max(1, len(mem.shape)))]
+        m.d.comb += [a.eq(0) for a in lane_index(port, 0, len(mem.shape))]
         kind, target = iface
-        m.d.comb += (getattr(self, f"res_{target}") if kind == "result" else target.limit).eq(port.d0)
+        m.d.comb += (getattr(self, f"res_{target}") if kind == "result" else target.limit).eq(lane_data(port, 0))
 
     def _group_memories(self, m, ports: dict) -> None:
         """The content-addressed memory of each group-by, with its reads and its pipe's updates."""

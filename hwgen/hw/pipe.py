@@ -34,7 +34,7 @@ from .counters import all_at_end, next_values, port_name
 from .datapath import Datapath, dtype_shape
 from .device import KEEP
 from .groupmem import update_port
-from .onchip import one_of, read_port, write_port
+from .onchip import lane_data, lane_en, lane_index, one_of, read_port, write_port
 
 SELECT_SLICE = 8  # data bits that one forwarding select flip-flop drives
 
@@ -163,10 +163,9 @@ class PipeUnit(wiring.Component):
                 en = valid_for(L, pos, len(spec.lanes))
                 if getattr(w, "checked", ()):
                     en = self._range_check(m, w, idx, en, f"w{k}l{pos}", faults)
-                m.d.comb += getattr(port, f"en{pos}").eq(en)
-                for d, v in enumerate(idx):
-                    m.d.comb += getattr(port, f"i{pos}_{d}").eq(v)
-                m.d.comb += getattr(port, f"d{pos}").eq(value)
+                m.d.comb += lane_en(port, pos).eq(en)
+                m.d.comb += [a.eq(v) for a, v in zip(lane_index(port, pos, len(idx)), idx)]
+                m.d.comb += lane_data(port, pos).eq(value)
         for name, pulses in faults.items():
             m.d.comb += getattr(self, f"range_{name}").eq(Cat(*pulses).any())
         return m
@@ -209,9 +208,8 @@ class PipeUnit(wiring.Component):
         def read(node, idx, stage, lane):
             port, spec = read_ports[node]
             pos = spec.lanes.index(tuple(sorted((n, v) for n, v in lane if n in spec.counters)))
-            for d, value in enumerate(idx):
-                m.d.comb += getattr(port, f"i{pos}_{d}").eq(value)
-            return getattr(port, f"d{pos}")
+            m.d.comb += [a.eq(v) for a, v in zip(lane_index(port, pos, len(idx)), idx)]
+            return lane_data(port, pos)
 
         return Datapath(
             m,
@@ -255,9 +253,8 @@ class PipeUnit(wiring.Component):
         if L >= behind and (distance is None or distance > behind):
             behind = 0  # none of them (nor the last run's) wrote this element
         read_idx = [dp.at(i, L - latency, lane) for i in w.idx] or [Const(0, 1)]
-        for d, v in enumerate(read_idx):
-            m.d.comb += getattr(old_port, f"i{pos}_{d}").eq(v)
-        old = getattr(old_port, f"d{pos}")
+        m.d.comb += [a.eq(v) for a, v in zip(lane_index(old_port, pos, len(read_idx)), read_idx)]
+        old = lane_data(old_port, pos)
         new = Signal(dtype_shape(w.mem.dtype), name=f"acc_w{k}l{pos}")
         first_lane = lane + tuple((n, 0) for n in reduce_names)
         unit = identity(w.op, w.mem.dtype)
@@ -323,17 +320,18 @@ class PipeUnit(wiring.Component):
     def _append(m, dp: Datapath, w: AppendWrite, count_r, count_w, values_w, valid, L):
         """Compaction: the kept items of an element go to consecutive places from the count
         (0 at the first element), and the count moves past them, in the same cycle."""
-        m.d.comb += count_r.i0_0.eq(0)
-        position = Mux(dp.at(w.first, L), 0, count_r.d0)
+        m.d.comb += lane_index(count_r, 0, 1)[0].eq(0)
+        position = Mux(dp.at(w.first, L), 0, lane_data(count_r, 0))
         for k, (cond, item) in enumerate(zip(w.conds, w.items)):
             keep = dp.at(cond, L)
             m.d.comb += [
-                getattr(values_w, f"en{k}").eq(valid & keep),
-                getattr(values_w, f"i{k}_0").eq(position),
-                getattr(values_w, f"d{k}").eq(dp.at(item, L)),
+                lane_en(values_w, k).eq(valid & keep),
+                lane_index(values_w, k, 1)[0].eq(position),
+                lane_data(values_w, k).eq(dp.at(item, L)),
             ]
             position = position + keep
-        m.d.comb += [count_w.en0.eq(valid), count_w.i0_0.eq(0), count_w.d0.eq(position)]
+        m.d.comb += [lane_en(count_w, 0).eq(valid), lane_data(count_w, 0).eq(position)]
+        m.d.comb += lane_index(count_w, 0, 1)[0].eq(0)
 
     @staticmethod
     def _forward(m, old, new, idx, early_idx, earlier_idx, coming, writing, name, depth: int, clear=None):

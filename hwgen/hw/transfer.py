@@ -39,7 +39,7 @@ from . import dsp, memchannel
 from .counters import all_at_end, next_values
 from .datapath import build_comb
 from .device import KEEP
-from .onchip import one_of, read_port, write_port
+from .onchip import lane_data, lane_en, lane_index, one_of, read_port, write_port
 from .pipe import port_name, used_names
 
 
@@ -172,8 +172,8 @@ class _TileUnit(wiring.Component):
         if self.mem_shape != self._tile_shape:
             idx = [v for v, n in zip(idx, self._tile_shape) if n > 1]
         domain = m.d.comb if domain is None else domain
-        for d, v in enumerate(idx or [Const(0, 1)]):
-            domain += getattr(port, f"i{lane}_{d}").eq(v)
+        idx = idx or [Const(0, 1)]
+        domain += [a.eq(v) for a, v in zip(lane_index(port, lane, len(idx)), idx)]
 
 
 class LoadUnit(_TileUnit):
@@ -222,7 +222,7 @@ class LoadUnit(_TileUnit):
         for lane in range(self.lanes):  # each response is written the cycle after it arrives
             idx, inside = resp.lane_index(lane)
             word = self.rd_resp.data[lane * self._word_bits : lane * self._word_bits + bits]
-            m.d.sync += [getattr(self.port, f"en{lane}").eq(arriving & inside), getattr(self.port, f"d{lane}").eq(word)]
+            m.d.sync += [lane_en(self.port, lane).eq(arriving & inside), lane_data(self.port, lane).eq(word)]
             self.set_index(m, self.port, lane, idx, m.d.sync)
         last_written = Signal()
         m.d.sync += [last_written.eq(0), self.done.eq(last_written)]
@@ -351,7 +351,7 @@ class StoreUnit(_TileUnit):
         beat's (addr, data, mask, last), depth)."""
         W, wb, L = self._words, self._word_bits, self.read_latency
         arr_valid, arr_addr, arr_mask, arr_last = flight[-1][:4]
-        words = [getattr(self.port, f"d{lane}") for lane in range(self.lanes)]
+        words = [lane_data(self.port, lane) for lane in range(self.lanes)]
         if self.store.limit is not None:
             words = [Mux(flight[-1][4][lane], w, 0) for lane, w in enumerate(words)]
         words = [w.as_unsigned() for w in words]
