@@ -24,7 +24,7 @@ from .errors import (
     UnsupportedError,
 )
 from .kernel import Kernel, kernel
-from .lang.arrays import full, table, zeros
+from .lang.arrays import concatenate, full, roll, table, zeros
 from .lang.dtypes import DType, bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64
 from .lang.fixedpoint import Fixed, fixed
 from .lang.mathfuncs import abs_ as abs
@@ -84,6 +84,7 @@ __all__ = [
     "TypeMismatchError",
     "UnsupportedError",
     "bool_",
+    "concatenate",
     "full",
     "int8",
     "int16",
@@ -97,6 +98,7 @@ __all__ = [
     "min",
     "minimum",
     "reduce",
+    "roll",
     "sum",
     "uint8",
     "uint16",

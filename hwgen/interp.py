@@ -85,6 +85,10 @@ class Evaluator:
                 found = self.shard_map(node.shard_map)[node.index]
             elif isinstance(node, ir.Collective):
                 raise TypeError("interp: a collective is evaluated by its shard_map (mesh/spmd.py)")
+            elif isinstance(node, ir.Concat):
+                found = np.concatenate([self.array(q) for q in node.parts], axis=node.axis)
+            elif isinstance(node, ir.Roll):
+                found = np.roll(self.array(node.x), int(np.ravel(self.expr(node.shift, frame))[0]), axis=0)
             else:
                 found = self.eval_map(node, frame)
             self.arrays[node] = found

@@ -23,6 +23,10 @@ Array nodes (each has a `dtype` and a `shape`):
                             compaction (kind "append": values kept where their conditions
                             hold); its parts are read through Part(collect, "keys" | "values"
                             | "count") (arrays, and a scalar Expr for "count")
+    Concat(parts, axis)     numpy's concatenate of array nodes along `axis` (built only as a
+                            kernel's or a mesh body's result: each part stored in its place)
+    Roll(x, shift)          numpy's roll of `x` by `shift` (a scalar Expr) along axis 0
+                            (built only as a mesh body's result, see mesh/hardware.py)
 
 Mesh nodes (a kernel on a mesh of processing elements, PEs; see hwgen/mesh/):
     ShardMap(mesh, in_specs, out_specs, args, params, body)
@@ -279,6 +283,46 @@ class Part(ArrayNode):
     def shape(self) -> tuple:
         width = len(self.collect.values) if self.collect.kind == "group" and self.part == "values" else 1
         return (self.collect.capacity,) if width == 1 else (self.collect.capacity, width)
+
+
+@_node
+class Concat(ArrayNode):
+    parts: tuple
+    axis: int
+    loc: Loc | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def dtype(self) -> DType:
+        return self.parts[0].dtype
+
+    @property
+    def shape(self) -> tuple:
+        shape = list(self.parts[0].shape)
+        shape[self.axis] = sum(q.shape[self.axis] for q in self.parts)
+        return tuple(shape)
+
+    def offsets(self) -> tuple:
+        """Where each part starts along the axis."""
+        out, at = [], 0
+        for q in self.parts:
+            out.append(at)
+            at += q.shape[self.axis]
+        return tuple(out)
+
+
+@_node
+class Roll(ArrayNode):
+    x: ArrayNode
+    shift: Expr
+    loc: Loc | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def dtype(self) -> DType:
+        return self.x.dtype
+
+    @property
+    def shape(self) -> tuple:
+        return self.x.shape
 
 
 @_node

@@ -30,12 +30,22 @@ _UNSET = object()
 class Kernel:
     """A traced kernel under a schedule. See the module docstring for its methods."""
 
-    def __init__(self, fn, schedule: Schedule, program: Program | None = None, mesh=None, link=None, shardings=None):
+    def __init__(
+        self,
+        fn,
+        schedule: Schedule,
+        program: Program | None = None,
+        mesh=None,
+        link=None,
+        shardings=None,
+        collective_matmul="auto",
+    ):
         self.fn = fn
         self.name = fn.__name__
         self.schedule = schedule
         self.mesh = mesh
         self.link = link
+        self.collective_matmul = collective_matmul  # "auto", True or False (mesh/hardware.py plan)
         self.program = program if program is not None else trace_program(fn, schedule.loc)
         check_program(self.program, mesh)
         # a global-view mesh program's placements (mesh/partition.py): one hw.P per parameter
@@ -67,7 +77,7 @@ class Kernel:
             s.metapipeline if metapipeline is _UNSET else metapipeline,
             loc=user_loc(),
         )
-        return Kernel(self.fn, schedule, self.program, self.mesh, self.link, self.shardings)
+        return Kernel(self.fn, schedule, self.program, self.mesh, self.link, self.shardings, self.collective_matmul)
 
     def build(self, out_dir="rtl_out", dram=None, show_ir=None):
         """Elaborate the hardware and write out_dir/<kernel>/<kernel>.v and report.json.
@@ -96,10 +106,10 @@ class Kernel:
         from .simulate import simulate
 
         if self.mesh is not None:
-            _mesh_options(self, "simulate", waves=waves, monitor=monitor, target=target)
+            _mesh_options(self, "simulate", waves=waves, target=target)
             from .mesh.simulate import simulate as simulate_mesh
 
-            return simulate_mesh(self, args, dram=dram, seed=seed)
+            return simulate_mesh(self, args, dram=dram, seed=seed, monitor=monitor)
         return simulate(self, args, waves=waves, dram=dram, seed=seed, monitor=monitor, target=target)
 
     def verify(self, *args, waves=False, dram=None, seed=None, target=None, runs=1):
@@ -128,11 +138,14 @@ class Kernel:
 
         parts = [show(self.program), show_shard_maps(self.program)]
         if self.mesh is not None and not parts[1]:  # a global-view program: its partition
+            from .dram import DramConfig
             from .errors import HwgenError
-            from .mesh.partition import partition
+            from .mesh.hardware import plan
 
             try:
-                parts.append("partitioned for the mesh:\n" + show_shard_maps(partition(self, "partition")))
+                mp = plan(self, "partition", DramConfig())
+                choice = f"\n  all-gather feeding a contraction: {mp.choice}" if mp.choice else ""
+                parts.append("partitioned for the mesh:\n" + show_shard_maps(mp.partitioned) + choice)
             except HwgenError as e:
                 parts.append(f"not partitioned: {e.message}")
         return "\n".join(t for t in parts if t)
@@ -154,14 +167,25 @@ def _mesh_options(kernel, what: str, **options) -> None:
 
 
 def kernel(
-    fn=None, *, tile=None, par=None, metapipeline=True, mesh=None, link=None, in_shardings=None, out_shardings=None
+    fn=None,
+    *,
+    tile=None,
+    par=None,
+    metapipeline=True,
+    mesh=None,
+    link=None,
+    in_shardings=None,
+    out_shardings=None,
+    collective_matmul="auto",
 ):
     """Decorator: `@hw.kernel` or `@hw.kernel(tile={...}, par={...}, metapipeline=True,
-    mesh=hw.Mesh(...), link=hw.LinkConfig(...), in_shardings=(hw.P(...), ...), out_shardings=hw.P(...))`."""
+    mesh=hw.Mesh(...), link=hw.LinkConfig(...), in_shardings=(hw.P(...), ...), out_shardings=hw.P(...),
+    collective_matmul="auto")`."""
     loc = user_loc()
     schedule = Schedule.parse(tile, par, metapipeline, loc)
-    check_options(mesh, link, loc)
+    check_options(mesh, link, loc, collective_matmul)
     shardings = (in_shardings, out_shardings)
+    options = {"mesh": mesh, "link": link, "shardings": shardings, "collective_matmul": collective_matmul}
     if fn is not None:
-        return Kernel(fn, schedule, mesh=mesh, link=link, shardings=shardings)
-    return lambda f: Kernel(f, schedule, mesh=mesh, link=link, shardings=shardings)
+        return Kernel(fn, schedule, **options)
+    return lambda f: Kernel(f, schedule, **options)

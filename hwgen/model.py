@@ -17,7 +17,8 @@ a write beat every cycle) the model is exact:
     Store       beats + read latency of its memory + 4   (done once the channel
                                                takes the last beat from the arbiter)
     Collective  the sum of its phases' cycles (phase_cycles: a mesh PE's ring collectives
-                and block copies, below), each one more client of both arbiters
+                and block copies, below), the clients of the PE's collective channel
+                (hw/pe.py `cmem`): no transfer of the patterns ever waits for them
     kernel      root + 1
 
 Controllers started together (a step's stages, a fork's children) each take their own
@@ -92,21 +93,18 @@ class _Model:
         self.pipe_work: dict = {}  # pipe name -> issue cycles over the whole kernel
         self.lanes = 1
         everything = list(walk(compiled.program.root))
-        # arbiter client numbers: the PE numbers its loads and stores in this order, then every
-        # collective phase, a read and a write client each (hw/pe.py)
+        # arbiter client numbers: the PE numbers its loads and stores in this order (hw/pe.py);
+        # collective phases are the clients of an arbiter and DRAM channel of their own
         self.client = {
             c.name: k for kind in (Load, Store) for k, c in enumerate(x for x in everything if isinstance(x, kind))
         }
-        loads, stores = (sum(isinstance(x, kind) for x in everything) for kind in (Load, Store))
-        self.phase_client: dict = {}  # collective name -> (its last phase's read client, write client)
+        self.clients = tuple(sum(isinstance(x, kind) for x in everything) for kind in (Load, Store))
         self.first_phase: dict = {}  # collective name -> the number of its first phase (ring<k>)
         phases = 0
         for c in everything:
             if isinstance(c, Collective):
                 self.first_phase[c.name] = phases
                 phases += len(c.phases)
-                self.phase_client[c.name] = (loads + phases - 1, stores + phases - 1)
-        self.clients = (loads + phases, stores + phases)
         self.memo: dict = {}  # (controller name, last grants) -> (cycles, last grants)
         self.first: dict = {}  # controller name -> cycles of its first run
         self.moves: dict = {}  # controller name -> (read beats, write beats) of one run
@@ -207,8 +205,8 @@ class _Model:
             return self.leaf_cycles(c), (self.client[c.name], last[1])
         if isinstance(c, Store):
             return self.leaf_cycles(c), (last[0], self.client[c.name])
-        if isinstance(c, Collective):  # its last phase is the last client granted both ways
-            return self.leaf_cycles(c), self.phase_client[c.name]
+        if isinstance(c, Collective):  # on its own channel: the patterns' arbiters stay as they were
+            return self.leaf_cycles(c), last
         if isinstance(c, Parallel):
             n, last = self.together(c.children, last)
             return n + JOIN_EXTRA, last
@@ -276,7 +274,7 @@ class _Model:
                 m = (beats_of(c.mem.shape, self.words), 0)
             elif isinstance(c, Store):
                 m = (0, beats_of(c.shape, self.words))
-            elif isinstance(c, (Pipe, Collective)):  # a collective runs alone in the root's sequence
+            elif isinstance(c, (Pipe, Collective)):  # a collective moves data on a channel of its own
                 m = (0, 0)
             else:
                 kids = [self.channel_moves(k) for k in children(c)]

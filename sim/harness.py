@@ -10,6 +10,7 @@ caught when the image is read back.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -264,19 +265,23 @@ def mesh_tb_verilog(design) -> str:
         conns.append(f".base_{name}(base_{name})")
     chan = _channel_wires(addr, tag, words, wb)
     wires, drams = [f"  wire {_width(p)}faults;", "  assign fault = |faults;"], []
+    channels = ("mem", "cmem") if top.rings else ("mem",)  # cmem: the collective units' channel
     for k in range(p):
-        wires += [f"  wire {_width(bits)}m{k}_{name};" for name, bits in chan.items()]
-        conns += [f".mem_{k}__{name}(m{k}_{name})" for name in chan]
+        for c in channels:
+            wires += [f"  wire {_width(bits)}{c}{k}_{name};" for name, bits in chan.items()]
+            conns += [f".{c}_{k}__{name}({c}{k}_{name})" for name in chan]
+        # the model's channel 0 is mem, channel 1 cmem: each port holds channel 1's field above 0's
+        fields = {name: ", ".join(f"{c}{k}_{name}" for c in reversed(channels)) for name in chan}
         dconns = [
             ".clk(clk)",
             ".rst(rst)",
-            *[f".{name.replace('__', '_')}(m{k}_{name})" for name in chan],
+            *[f".{name.replace('__', '_')}({{{fields[name]}}})" for name in chan],
             ".dump(dump)",
             f".fault(faults[{k}])",
         ]
         drams += [
             f"  hwgen_dram #(.WORD_W({wb}), .WORDS({words}), .ADDR_W({addr}), .DEPTH_LOG2({layout.depth_log2}), "
-            f".TAG_W({tag}), .ID({k})) dram{k} (",
+            f".TAG_W({tag}), .ID({k}), .CHANNELS({len(channels)})) dram{k} (",
             ",\n".join("    " + c for c in _registered(dconns, ports)),
             "  );",
         ]
@@ -307,12 +312,15 @@ class MeshLayout(Layout):
         self.design = design
         self.word_bits = design.component.word_bits
         mp = design.plan
-        self.arrays = list(design.program.drams)
+        self.arrays = [d for d in design.program.drams if d.name not in mp.aliases]  # aliases lie in another
         args = set(mp.in_specs)
         names = [
             (d.name, d.size, d.dtype, "in" if d.name in args else "out" if d.name == mp.result else "scratch")
             for d in self.arrays
         ]
+        if mp.aliases and all(e[0] != mp.result for e in names):  # the result is written by its parts
+            part = next(d for d in design.program.drams if d.name in mp.aliases)
+            names.append((mp.result, math.prod(mp.shape), part.dtype, "out"))
         for r in mp.rings:  # each phase's result (phases may share one)
             role = "out" if r.dst == mp.result else "scratch"
             same = [k for k, e in enumerate(names) if e[0] == r.dst]

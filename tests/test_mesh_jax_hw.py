@@ -47,6 +47,30 @@ def test_hardware_equals_jax(name):
     np.testing.assert_array_equal(sim.outputs, want)
 
 
+def test_collective_matmul_equals_jax():
+    """patterns/mesh/collective_matmul.py against the same ring of permutes and partial
+    matmuls written with jax.lax.ppermute, jnp.concatenate and jnp.roll under jax.shard_map."""
+    jnp = pytest.importorskip("jax.numpy")
+    app, kernel = load("collective_matmul")
+    jmesh = JaxMesh(np.array(jax.devices()[: app.P]), ("x",))
+
+    def body(al, bl):
+        chunk, parts = al, []
+        for s in range(app.P):
+            parts.append(chunk @ bl)
+            if s + 1 < app.P:
+                chunk = jax.lax.ppermute(chunk, "x", app.TO_PREVIOUS)
+        return jnp.roll(jnp.concatenate(parts), jax.lax.axis_index("x") * app.M, axis=0)
+
+    specs = {"in_specs": (JaxP("x", None), JaxP(None, "x")), "out_specs": JaxP(None, "x")}
+    f = jax.jit(jax.shard_map(body, mesh=jmesh, check_vma=False, **specs))
+    a, b = app.inputs(4)
+    want = np.asarray(f(a, b))
+    sim = kernel.simulate(a, b)
+    assert sim.outputs.dtype == want.dtype
+    np.testing.assert_array_equal(sim.outputs, want)
+
+
 def test_a_global_view_matmul_equals_jax_under_the_same_shardings():
     """patterns/mesh/sharded_gemm.py, partitioned by hwgen, against jax.jit with the same
     in_shardings and out_shardings (XLA's SPMD partitioner) on 4 CPU devices."""
@@ -63,3 +87,34 @@ def test_a_global_view_matmul_equals_jax_under_the_same_shardings():
         sim = k.simulate(a, b)
         np.testing.assert_array_equal(sim.outputs, want)
         assert sim.cycles == sim.predicted_cycles
+
+
+def test_a_partitioned_collective_matmul_equals_jax():
+    """An all-gather feeding a matmul, partitioned by hwgen into collective matmul (the cycle
+    model's choice), against jax.jit(a @ b) with the same shardings on 4 CPU devices."""
+    import hwgen as hw
+    from hwgen import int32
+
+    ring = hw.Mesh((4,), ("x",), topology="ring")
+
+    @hw.kernel(
+        mesh=ring,
+        in_shardings=(hw.P("x", None), hw.P(None, "x")),
+        out_shardings=hw.P(None, "x"),
+        tile={"@i": 16, "@j": 16, "@k": 16},
+        par={"@j": 16},
+    )
+    def mm(a: hw.Array[int32, 64, 32], b: hw.Array[int32, 32, 128]):
+        return a @ b
+
+    from jax.sharding import NamedSharding
+
+    jmesh = JaxMesh(np.array(jax.devices()[:4]), ("x",))
+    ins = (NamedSharding(jmesh, JaxP("x", None)), NamedSharding(jmesh, JaxP(None, "x")))
+    f = jax.jit(lambda a, b: a @ b, in_shardings=ins, out_shardings=NamedSharding(jmesh, JaxP(None, "x")))
+    rng = np.random.default_rng(5)
+    a = rng.integers(-1000, 1000, (64, 32)).astype(np.int32)
+    b = rng.integers(-1000, 1000, (32, 128)).astype(np.int32)
+    sim = mm.simulate(a, b)
+    assert sim.design.report["collective_matmul"].startswith("collective matmul: ")
+    np.testing.assert_array_equal(sim.outputs, np.asarray(f(a, b)))

@@ -454,3 +454,70 @@ def test_partitioned_matmuls_in_hardware(ins, out):
     with np.errstate(over="ignore"):
         np.testing.assert_array_equal(sim.outputs, a @ b)
     assert sim.cycles == sim.predicted_cycles
+
+
+RING4 = hw.Mesh((4,), ("x",), topology="ring")
+
+
+def gather_then_matmul(mode, **options):
+    """a's rows over x, b's (larger) columns over x: a is all-gathered into the contraction."""
+
+    @hw.kernel(
+        mesh=RING4,
+        in_shardings=(hw.P("x", None), hw.P(None, "x")),
+        out_shardings=hw.P(None, "x"),
+        tile={"@i": 16, "@j": 16, "@k": 16},
+        par={"@j": 16},
+        link=hw.LinkConfig(latency=4),
+        collective_matmul=mode,
+        **options,
+    )
+    def mm(a: hw.Array[int32, 64, 32], b: hw.Array[int32, 32, 128]):
+        return a @ b
+
+    return mm
+
+
+def test_an_all_gather_feeding_a_matmul_becomes_collective_matmul_when_the_model_says_so():
+    """'auto' compares both plans' predicted cycles; True and False force either; each
+    partitioned golden model is a @ b."""
+    kinds = {}
+    for mode in ("auto", True, False):
+        report = gather_then_matmul(mode).elaborate().report
+        kinds[mode] = ([c["kind"] for c in report["collectives"]], report.get("collective_matmul", ""))
+    assert kinds[False] == (["all_gather"], "")
+    assert kinds[True] == (["permute"] * 3, "collective matmul (forced)")
+    assert kinds["auto"][0] == ["permute"] * 3
+    assert re.fullmatch(r"collective matmul: (\d+) predicted cycles against (\d+)", kinds["auto"][1])
+    k = gather_then_matmul(True)
+    a, b = wide(64, 32), wide(32, 128)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(k(a, b), a @ b)
+    assert "roll(concatenate([" in k.show_ir() and "collective matmul: " in gather_then_matmul("auto").show_ir()
+
+
+def test_collective_matmul_option_errors():
+    with pytest.raises(hw.ScheduleError, match="collective_matmul must be 'auto', True or False, got 'yes'"):
+        gather_then_matmul("yes")
+    with pytest.raises(hw.ScheduleError, match="collective_matmul= chooses how a mesh kernel gathers; it needs mesh="):
+
+        @hw.kernel(collective_matmul=True)
+        def k(a: hw.Array[int32, 4]):
+            return a + 1
+
+    k = matmul((hw.P("x", None), hw.P(None, "y")), hw.P("x", "y"), collective_matmul=True)
+    with pytest.raises(hw.UnsupportedError, match="its result is not a contraction reading an all-gather of rows"):
+        k.elaborate()
+
+
+@pytest.mark.rtl
+def test_collective_matmul_chosen_by_the_partitioner_in_hardware():
+    a, b = wide(64, 32), wide(32, 128)
+    cycles = {}
+    for mode in ("auto", False):
+        sim = gather_then_matmul(mode).verify(a, b)
+        with np.errstate(over="ignore"):
+            np.testing.assert_array_equal(sim.outputs, a @ b)
+        assert sim.cycles == sim.predicted_cycles
+        cycles[mode] = sim.cycles
+    assert cycles["auto"] < cycles[False]

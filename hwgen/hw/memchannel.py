@@ -114,13 +114,13 @@ class Arbiter(wiring.Component):
     store counts itself done after it.
 
     Members: `rd_req_<k>`, `rd_resp_<k>` (read client k), `wr_<k>` and `wr_sent_<k>` (write
-    client k), `mem` (a `dram_port`).
+    client k), `mem` (a `dram_port`, its tags at least `tag` bits wide).
     """
 
-    def __init__(self, readers: int, writers: int, addr_bits: int, word_bits: int, words: int):
+    def __init__(self, readers: int, writers: int, addr_bits: int, word_bits: int, words: int, tag: int = 0):
         self._readers, self._writers = readers, writers
         data_bits = word_bits * words
-        tag = tag_bits_for(readers)
+        tag = max(tag, tag_bits_for(readers))
         members = {"mem": Out(dram_port(addr_bits, word_bits, words, tag))}
         for k in range(readers):
             members[f"rd_req_{k}"] = In(read_request(addr_bits))

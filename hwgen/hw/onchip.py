@@ -2,15 +2,15 @@
 
 A port serves `lanes` accesses per cycle; each lane gives one index per dimension.
 
-    read port  (user side)  index: Out      index[l].d<k>: lane l's index along dimension k
-                            data: In        data[l]: lane l's word, the same cycle (registers)
+    read port  (user side)  index: Out      index.l<l>.d<k>: lane l's index along dimension k
+                            data: In        data.l<l>: lane l's word, the same cycle (registers)
                                             or four cycles later (RAM: address register, read,
                                             output register, bank multiplexer register; five
                                             for more than MUX_GROUP banks, whose
                                             multiplexer has two registered steps; six for
                                             more than BANK_FANOUT banks, which register each
                                             lane's address first: MemPlan.latency)
-    write port (user side)  en, index, data: Out   en[l]: mem[index[l]] <= data[l] at the
+    write port (user side)  en, index, data: Out   en[l]: mem[index.l<l>] <= data.l<l> at the
                                             clock edge (registers) or the edge after (RAM:
                                             each bank's write is registered; two edges
                                             after for a RAM of more than MUX_GROUP banks
@@ -58,12 +58,18 @@ def index_layout(shape) -> data.StructLayout:
     return data.StructLayout({f"d{d}": s for d, s in enumerate(index_shapes(shape))})
 
 
+def _lanes(shape, lanes: int) -> data.StructLayout:
+    """A field l<k> of `shape` per lane k (a struct, not an array: Verilog names such as
+    r0__data.l3 carry no brackets, which Yosys's ABC9 would read as bit indices)."""
+    return data.StructLayout({f"l{k}": shape for k in range(lanes)})
+
+
 def read_port(shape, dtype, lanes: int) -> wiring.Signature:
-    """`index`: Out, lane l's index (`index[l].d<k>`); `data`: In, lane l's word (`data[l]`)."""
+    """`index`: Out, lane l's index (`index.l<l>.d<k>`); `data`: In, lane l's word (`data.l<l>`)."""
     return wiring.Signature(
         {
-            "index": Out(data.ArrayLayout(index_layout(shape), lanes)),
-            "data": In(data.ArrayLayout(dtype_shape(dtype), lanes)),
+            "index": Out(_lanes(index_layout(shape), lanes)),
+            "data": In(_lanes(dtype_shape(dtype), lanes)),
         }
     )
 
@@ -73,20 +79,20 @@ def write_port(shape, dtype, lanes: int) -> wiring.Signature:
     return wiring.Signature(
         {
             "en": Out(lanes),
-            "index": Out(data.ArrayLayout(index_layout(shape), lanes)),
-            "data": Out(data.ArrayLayout(dtype_shape(dtype), lanes)),
+            "index": Out(_lanes(index_layout(shape), lanes)),
+            "data": Out(_lanes(dtype_shape(dtype), lanes)),
         }
     )
 
 
 def lane_index(port, lane: int, ndim: int) -> list:
     """Lane `lane`'s index signals of a read or write port, one per dimension."""
-    return [port.index[lane][f"d{d}"] for d in range(max(1, ndim))]
+    return [port.index[f"l{lane}"][f"d{d}"] for d in range(max(1, ndim))]
 
 
 def lane_data(port, lane: int):
     """Lane `lane`'s data of a read or write port."""
-    return port.data[lane]
+    return port.data[f"l{lane}"]
 
 
 def lane_en(port, lane: int):

@@ -14,10 +14,16 @@ Members:
     overflow_<g>: Out(1)    group-by g saw more distinct keys than its max_keys (valid while done)
     range_<m>: Out(1)       a multifold's subscript from data left its accumulator m (valid while done)
     mem: Out(dram_port)     the DRAM channel: three typed streams (memchannel.dram_port)
+    cmem: Out(dram_port)    with collectives only: the collective units' own channel into the
+                            same DRAM (see below)
 
 A mesh kernel's program has collectives (loops.Collective, mesh/hardware.py) in its root
-sequence: each a hw/phases.py Stage whose phases (RingCollective and BlockCopy units, each one
-more read and write client of the arbiter) run one after another. Members then also those of
+sequence: each a hw/phases.py Stage whose phases (RingCollective and BlockCopy units) run one
+after another. The phases are the read and write clients of an arbiter of their own, on the
+channel `cmem` into the PE's DRAM (as a TPU's DMA engines have their own path to HBM): a
+collective never waits for a tile load or store, nor they for it, so a collective can run
+beside patterns that do not depend on it (a Parallel of the root) and each keeps the cycles
+it takes alone. Both ports' tags have the same width. Members then also those of
 phases.members: pe_<axis>: In (the PE's coordinates), base_<phase result>: In(addr), and the
 link pairs of each axis (hw/link.py's wire side: the PE holds the LinkTx and LinkRx of each).
 
@@ -86,12 +92,14 @@ class PE(wiring.Component):
             members[f"overflow_{g.name}"] = Out(1)
         for mem in checked_mems(prog):
             members[f"range_{mem.name}"] = Out(1)
-        readers = len(self.loads) + len(self.rings)
-        self.tag_bits = memchannel.tag_bits_for(max(1, readers))
+        self.tag_bits = memchannel.tag_bits_for(max(1, len(self.loads), len(self.colls)))
         self.unit_names += [f"ring{k}" for k in range(len(self.rings))]
         if self.rings:
             members.update(phases.members(self.rings, addr))
-        members["mem"] = Out(memchannel.dram_port(addr, self.word_bits, dram.words_per_cycle, self.tag_bits))
+        port = memchannel.dram_port(addr, self.word_bits, dram.words_per_cycle, self.tag_bits)
+        members["mem"] = Out(port)
+        if self.colls:
+            members["cmem"] = Out(port)
         super().__init__(members)
 
     # ---------------------------------------------------------------- tree of units
@@ -296,17 +304,25 @@ class PE(wiring.Component):
                     m.d.comb += getattr(block, f"w{k}_buf").eq(buf)
 
     def _arbiter(self, m) -> None:
-        """The arbiter sharing the DRAM channel among the tile loads and stores."""
-        cfg = self.dram
-        readers, writers = list(self.loads), list(self.stores)
-        readers += self.colls  # each collective phase is one more read and write client
-        writers += self.colls
-        arb = memchannel.Arbiter(len(readers), len(writers), cfg.addr_bits, self.word_bits, cfg.words_per_cycle)
-        m.submodules.arbiter = arb
-        for k, unit in enumerate(readers):
-            wiring.connect(m, unit.rd_req, getattr(arb, f"rd_req_{k}"))
-            wiring.connect(m, unit.rd_resp, getattr(arb, f"rd_resp_{k}"))
-        for k, unit in enumerate(writers):
-            wiring.connect(m, unit.wr, getattr(arb, f"wr_{k}"))
-            m.d.comb += unit.wr_sent.eq(getattr(arb, f"wr_sent_{k}"))
-        wiring.connect(m, arb.mem, wiring.flipped(self.mem))
+        """The arbiter sharing the DRAM channel among the tile loads and stores, and the
+        collective phases' on `cmem`."""
+        _share(m, "arbiter", self.loads, self.stores, self.mem, self.dram, self.word_bits, self.tag_bits)
+        if self.colls:  # each collective phase is a read and a write client
+            _share(m, "coll_arbiter", self.colls, self.colls, self.cmem, self.dram, self.word_bits, self.tag_bits)
+
+
+def _share(m, name: str, readers: list, writers: list, port, cfg: DramConfig, word_bits: int, tag: int) -> None:
+    """An arbiter `name` giving `port` (a PE's dram_port) to the read clients `readers` and
+    the write clients `writers`; with none, the port stays idle."""
+    if not readers and not writers:
+        m.d.comb += [port.rd_req.valid.eq(0), port.rd_resp.ready.eq(1), port.wr.valid.eq(0)]
+        return
+    arb = memchannel.Arbiter(len(readers), len(writers), cfg.addr_bits, word_bits, cfg.words_per_cycle, tag)
+    m.submodules[name] = arb
+    for k, unit in enumerate(readers):
+        wiring.connect(m, unit.rd_req, getattr(arb, f"rd_req_{k}"))
+        wiring.connect(m, unit.rd_resp, getattr(arb, f"rd_resp_{k}"))
+    for k, unit in enumerate(writers):
+        wiring.connect(m, unit.wr, getattr(arb, f"wr_{k}"))
+        m.d.comb += unit.wr_sent.eq(getattr(arb, f"wr_sent_{k}"))
+    wiring.connect(m, arb.mem, wiring.flipped(port))

@@ -22,7 +22,8 @@ PE is busy, `cycles` counts from `start` until every PE is done; PE k's channel 
 `mem_<k>`, its results `res_<r>_<k>`, `overflow_<g>_<k>` and `range_<m>_<k>`.
 
 A mesh kernel's top wraps one PE whose program has collectives (pe.py) and also has its
-members of phases.members (coordinates, phase results' bases, links): the module a mesh top
+collectives' DRAM channel `cmem` (cmem__rd_req__valid, ...) and its members of
+phases.members (coordinates, phase results' bases, links): the module a mesh top
 (mesh_top.py) instantiates once per PE.
 
 Timing: the PEs' own (pe.py); with several PEs, `done` and `cycles` are combined one cycle
@@ -72,6 +73,8 @@ class Top(wiring.Component):
             for mem in checked_mems(prog):
                 members[f"range_{mem.name}{suffix}"] = Out(1)
             members[f"mem{suffix}"] = Out(channel)
+        if self.rings:
+            members["cmem"] = Out(channel)
         extra = phases.members(self.rings, dram.addr_bits) if self.rings else {}
         self.extra = [name for name in extra if name not in members]  # not the program's arrays
         for name in self.extra:
@@ -102,6 +105,8 @@ class Top(wiring.Component):
             for mem in checked_mems(prog):
                 m.d.comb += getattr(self, f"range_{mem.name}{suffix}").eq(getattr(pe, f"range_{mem.name}"))
             memchannel.connect_flat(m, pe.mem, getattr(self, f"mem{suffix}"))
+        if self.rings:
+            memchannel.connect_flat(m, self.pe.cmem, self.cmem)
         for name in self.extra:  # a mesh PE's coordinates, phase bases and links: passed through
             member = self.signature.members[name]
             if member.is_port:

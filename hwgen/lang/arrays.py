@@ -81,6 +81,13 @@ class ArrayVal(_Operators):
     def elem(self, idx: tuple) -> Val:
         """The element at `idx`, a tuple of Vals (weak index expressions)."""
         assert len(idx) == self.ndim
+        if isinstance(self.node, (ir.Concat, ir.Roll)):
+            what = "hw.concatenate" if isinstance(self.node, ir.Concat) else "hw.roll"
+            raise UnsupportedError(
+                f"the result of {what} can only be returned (by the kernel, or by a shard_map body), "
+                f"not read or computed with: compute on its parts before joining them",
+                user_loc(),
+            )
         if self.node is not None:
             fx = self.dtype if isinstance(self.dtype, fixedpoint.Fixed) else None
             return Val(read(self.node, tuple(v.expr for v in idx)), fx=fx)
@@ -322,6 +329,52 @@ def full(shape, value, dtype) -> ArrayVal:
     shape = _norm_shape(shape, "the shape")
     v = cast(value, dtype)
     return ArrayVal(shape, v.dtype, elem_fn=lambda idx: v)
+
+
+def concatenate(arrays, axis=0) -> ArrayVal:
+    """numpy's `concatenate(arrays, axis)`: the arrays joined along `axis` (same dtype, the
+    same shape but along `axis`). It can only be returned (see ArrayVal.elem)."""
+    loc = user_loc()
+    if isinstance(arrays, ArrayVal) or not isinstance(arrays, (list, tuple)) or not arrays:
+        raise TraceError("hw.concatenate takes a non-empty list or tuple of arrays", loc)
+    if any(not isinstance(a, ArrayVal) for a in arrays):
+        raise TraceError("hw.concatenate joins arrays; a part is a scalar or not traced", loc)
+    first = arrays[0]
+    if not isinstance(axis, int) or isinstance(axis, bool) or not -first.ndim <= axis < first.ndim:
+        raise TraceError(f"hw.concatenate: axis {axis!r} is not an axis of {first.ndim}-D arrays", loc)
+    axis %= first.ndim
+    for k, a in enumerate(arrays):
+        if a.dtype != first.dtype:
+            raise TypeMismatchError(
+                f"hw.concatenate: part {k} is {a.dtype.name} and part 0 {first.dtype.name}; convert with .astype",
+                loc,
+            )
+        if a.ndim != first.ndim or any(n != m for d, (n, m) in enumerate(zip(a.shape, first.shape)) if d != axis):
+            raise TraceError(
+                f"hw.concatenate: part {k} has shape {a.shape} and part 0 {first.shape}; they may differ "
+                f"along axis {axis} only",
+                loc,
+            )
+    parts = tuple(a.materialize() for a in arrays)
+    node = ir.Concat(parts, axis, loc=loc)
+    return ArrayVal(node.shape, first.dtype, node=node)
+
+
+def roll(a, shift, axis=0) -> ArrayVal:
+    """numpy's `roll(a, shift, axis=0)`: element i of the result is a[(i - shift) mod n]; the
+    shift may be a traced int scalar (hw.axis_index on a mesh). It can only be returned."""
+    loc = user_loc()
+    if not isinstance(a, ArrayVal):
+        raise TraceError("hw.roll rolls an array", loc)
+    if axis != 0:
+        raise UnsupportedError("hw.roll rolls along axis 0 only", loc)
+    if isinstance(shift, (bool, float)) or not isinstance(shift, (int, np.integer, Val)):
+        raise TypeMismatchError(f"hw.roll: the shift must be an integer, not {shift!r}", loc)
+    v = const(shift)
+    if v.dtype.is_bool or v.fx is not None:
+        raise TypeMismatchError(f"hw.roll: the shift must be an integer, not {v.dtype.name}", loc)
+    node = ir.Roll(a.materialize(), _strong(v, int64), loc=loc)
+    return ArrayVal(node.shape, a.dtype, node=node)
 
 
 def _axes(arr: ArrayVal, axis, method: str) -> tuple:

@@ -21,7 +21,8 @@ from .signature import ArrayType, Port, parse_params, parse_results, raw_dtype, 
 class Result:
     """A kernel result: its Port (name, dtype, shape) and the IR node computing it
     (a Map for an array, a scalar Expr otherwise). `then`: loop-IR controllers (a mesh PE's
-    loops.Collective) that run once the result is stored, before the next result's."""
+    loops.Collective) that run once the result is stored, before the next result's. A mesh
+    PE's program may have results with no node: `then` alone, on an array its DRAM holds."""
 
     port: Port
     node: ir.Node

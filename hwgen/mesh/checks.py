@@ -14,8 +14,12 @@ from .mesh import LinkConfig, Mesh, P
 from .specs import check_spec
 
 
-def check_options(mesh, link, loc) -> None:
-    """The `mesh=` and `link=` arguments of `@hw.kernel`."""
+def check_options(mesh, link, loc, collective_matmul="auto") -> None:
+    """The `mesh=`, `link=` and `collective_matmul=` arguments of `@hw.kernel`."""
+    if not any(collective_matmul is v for v in ("auto", True, False)) and collective_matmul != "auto":
+        raise ScheduleError(f"collective_matmul must be 'auto', True or False, got {collective_matmul!r}", loc)
+    if collective_matmul != "auto" and mesh is None:
+        raise ScheduleError("collective_matmul= chooses how a mesh kernel gathers; it needs mesh= too", loc)
     if mesh is not None and not isinstance(mesh, Mesh):
         raise ScheduleError(f"mesh must be an hw.Mesh, got {mesh!r}", loc)
     if link is not None and not isinstance(link, LinkConfig):

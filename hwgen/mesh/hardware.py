@@ -29,10 +29,12 @@ a permutation's blocks go round it by their distance in ring positions.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+
+import numpy as np
 
 from .. import ir
-from ..errors import UnsupportedError
+from ..errors import HwgenError, UnsupportedError
 from ..hw.collective import RingPlan
 from ..lang.program import Program, Result
 from ..lang.signature import Port, raw_dtype
@@ -84,8 +86,11 @@ class MeshPlan:
     (name -> hw.P), the result's `out_spec`, the DRAM array that holds the kernel's result on
     each PE (`result`), whether the body returns a collective's result directly (`direct`),
     and the program's scalar parameters that hold the PE's coordinates (`coords`: name -> mesh
-    axis, for hw.axis_index; the mesh top ties each PE's to its coordinate), and the shape
-    of the result's block on each PE (`shape`)."""
+    axis, for hw.axis_index; the mesh top ties each PE's to its coordinate), the shape
+    of the result's block on each PE (`shape`), and the arrays of the program that lie inside
+    another at a per-PE place (`aliases`: name -> (the array, its word offset on each PE); the
+    parts of a rolled hw.concatenate: the mesh top gives PE k's part the base of the array plus
+    its offset, and only the array has a place of its own in DRAM)."""
 
     program: Program
     collectives: tuple
@@ -96,6 +101,9 @@ class MeshPlan:
     direct: bool
     coords: dict
     shape: tuple
+    aliases: dict = field(default_factory=dict)  # array -> (the array it lies in, its word offset per PE)
+    choice: str = ""  # a global-view program's all-gather feeding a contraction: how it runs, and why
+    partitioned: object = None  # a global-view program: the shard_map program it was partitioned into
 
     @property
     def p(self) -> int:
@@ -116,14 +124,53 @@ class MeshPlan:
         return last.axes if last.kind in ("all_reduce", "all_gather") else ()
 
 
-def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per unsupported form)
+def plan(kernel, what: str, dram) -> MeshPlan:
     """The kernel's mesh plan for DRAM `dram` (a DramConfig), or UnsupportedError saying why
-    its hardware cannot be built."""
+    its hardware cannot be built. A global-view program is partitioned into a shard_map
+    first: with an all-gather feeding a contraction, as collective matmul or not as
+    `collective_matmul` says ("auto": whichever the cycle model predicts faster, recorded in
+    the plan's `choice`)."""
+    if shard_maps(kernel.program):
+        return _plan(kernel, kernel.program, what, dram)
+    mode = kernel.collective_matmul
+    if mode is True:
+        ring = partition(kernel, what, windowed=True)
+        if ring is None:
+            raise UnsupportedError(
+                f"cannot {what} kernel '{kernel.name}' with collective_matmul=True: its result is not a "
+                f"contraction reading an all-gather of rows over one mesh axis (give collective_matmul='auto')",
+                kernel.schedule.loc,
+            )
+        return replace(_plan(kernel, ring, what, dram), choice="collective matmul (forced)")
+    plain = _plan(kernel, partition(kernel, what), what, dram)
+    if mode is False:
+        return plain
+    try:  # "auto": the ring form where it exists and builds, if the model finds it faster
+        ring = partition(kernel, what, windowed=True)
+        plans = [plain] + ([] if ring is None else [_plan(kernel, ring, what, dram)])
+        cycles = [_predicted(kernel, mp, dram) for mp in plans]
+    except HwgenError:
+        return plain
+    if len(plans) == 1:
+        return plain
+    pick = int(cycles[1] < cycles[0])
+    versus = f"{cycles[pick]} predicted cycles against {cycles[1 - pick]}"
+    why = ("collective matmul: " if pick else "all-gather then matmul: ") + versus
+    return replace(plans[pick], choice=why)
+
+
+def _predicted(kernel, mp, dram) -> int:
+    """The cycles the model predicts for plan `mp` (the link bound left out)."""
+    from ..model import predict_mesh
+    from ..passes import compile
+
+    return predict_mesh(compile(mp.program, kernel.schedule, dram.words_per_cycle, False), dram, 0).cycles
+
+
+def _plan(kernel, prog, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per unsupported form)
+    """The mesh plan of `prog` (the kernel's shard_map program, or its partitioned one)."""
     loc = kernel.schedule.loc
     mesh = kernel.mesh
-    prog = kernel.program
-    if not shard_maps(prog):  # a global-view program: partitioned into a shard_map first
-        prog = partition(kernel, what)
 
     def refuse(why: str, where=None):
         raise UnsupportedError(
@@ -203,13 +250,18 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
         return node
 
     for k, coll in enumerate(colls):
-        partial = _fresh("partial" if len(colls) == 1 else f"partial{k}", taken)
+        bare = ir.transform(coll.operand, lambda x: rename.get(x))
+        if isinstance(bare, ir.Input):  # an array in the PE's DRAM already: the collective reads it
+            partial = bare.name
+        else:
+            partial = _fresh("partial" if len(colls) == 1 else f"partial{k}", taken)
         dst = res.port.name if coll is out else _fresh(f"collective{k}", taken | {partial})
         taken |= {partial, dst}
         cp = _collective(coll, mesh, link, dram, (partial, dst, taken), refuse, what, kernel.name)
         plans.append(cp)
         operand = Port(partial, coll.operand.dtype, coll.operand.shape)
-        results.append(Result(operand, local(coll.operand, coll.loc), then=(Collective(cp.phases),)))
+        value = None if isinstance(bare, ir.Input) else local(coll.operand, coll.loc)
+        results.append(Result(operand, value, then=(Collective(cp.phases),)))
         # the collective, as the body's later values see it once rewritten, is its result array
         rename[ir.transform(coll, lambda x: rename.get(x))] = ir.Input(dst, coll.dtype, coll.shape)
         if coll is not out:
@@ -217,11 +269,52 @@ def plan(kernel, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per u
     if len({c.dtype.bits for c in colls}) > 1:
         refuse("the collectives of one body must move elements of one width (the links carry one)", sm.loc)
     direct = bool(colls) and out is colls[-1]
-    if not direct:  # work after the last collective, into the kernel's result
+    aliases = {}
+    if isinstance(out, ir.Roll):  # each part its own array, placed in the result by the PE's shift
+        offsets = _rolled_offsets(out, mesh, refuse, sm.loc)
+        for j, (part, words) in enumerate(zip(out.x.parts, offsets)):
+            name = _fresh(f"{res.port.name}_part{j}", taken)
+            taken.add(name)
+            aliases[name] = (res.port.name, words)
+            results.append(Result(Port(name, out.dtype, part.shape), local(part, sm.loc)))
+    elif not direct:  # work after the last collective, into the kernel's result
         results.append(Result(Port(res.port.name, out.dtype, out.shape), local(out, sm.loc)))
     program = Program(prog.name, tuple(local_params), tuple(results), extents, prog.loc)
     coords = {name: axis for axis, name in coords.items()}
-    return MeshPlan(program, tuple(plans), mesh, in_specs, sm.out_specs[0], res.port.name, direct, coords, out.shape)
+    partitioned = None if prog is kernel.program else prog
+    return MeshPlan(
+        program,
+        tuple(plans),
+        mesh,
+        in_specs,
+        sm.out_specs[0],
+        res.port.name,
+        direct,
+        coords,
+        out.shape,
+        aliases,
+        partitioned=partitioned,
+    )
+
+
+def _rolled_offsets(out, mesh, refuse, loc) -> list:
+    """Per part of the rolled concatenation `out` (an ir.Roll), the word offset of its place
+    in the result on each PE; refused unless the parts are equal blocks along axis 0 and
+    every PE's shift is a whole number of blocks."""
+    from ..interp import Evaluator, Frame
+
+    cat = out.x
+    if not isinstance(cat, ir.Concat) or cat.axis != 0 or len({q.shape for q in cat.parts}) != 1:
+        refuse("hw.roll must roll a hw.concatenate of equal blocks along axis 0", out.loc or loc)
+    rows, n = cat.parts[0].shape[0], cat.shape[0]
+    row_words = math.prod(cat.shape[1:])
+    shifts = []
+    for k in range(mesh.size):
+        args = {axis_param(a): np.int32(c) for a, c in zip(mesh.axis_names, mesh.coords(k))}
+        shifts.append(int(np.ravel(Evaluator(args).expr(out.shift, Frame(params=args)))[0]))
+    if any(s % rows for s in shifts):
+        refuse(f"hw.roll must shift by whole blocks of {rows} rows on every PE", out.loc or loc)
+    return [tuple((at + s) % n * row_words for s in shifts) for at in cat.offsets()]
 
 
 def _collective(coll, mesh, link, dram, arrays: tuple, refuse, what: str, name: str):  # noqa: C901
@@ -586,7 +679,7 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None, target=None)
         lanes = link.words_per_cycle
         wire_v = "\n".join(to_verilog(LinkWire(bits, lanes, lat), mod) for lat, mod in modules.items())
     wires = {a: modules[lat] for a, lat in hops.items() if lat in modules}
-    top_v = mesh_top_verilog(name, pe_ports(top), mp.mesh, f"{name}_pe", wires, bits * lanes, mp.coords)
+    top_v = mesh_top_verilog(name, pe_ports(top), mp.mesh, f"{name}_pe", wires, bits * lanes, mp.coords, mp.aliases)
     link_bound = 0  # the collectives run one after another: the sum of their bounds
     for c in mp.collectives:
         group = math.prod(mp.mesh.shape[a] for a in c.axes)
@@ -617,6 +710,7 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None, target=None)
             "fifo_depth": max((r.depth for r in ring_phases), default=0),
         },
         "in_specs": {name: repr(spec) for name, spec in mp.in_specs.items()},
+        **({"collective_matmul": mp.choice} if mp.choice else {}),
         "out_spec": repr(mp.out_spec),
         "collectives": collectives,
         **({"collective": collectives[0]} if len(collectives) == 1 else {}),

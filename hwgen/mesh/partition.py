@@ -54,13 +54,16 @@ from ..errors import HwgenError, ScheduleError, UnsupportedError
 from ..lang.program import Program, Result
 from .mesh import P
 from .specs import check_spec
+from .windowed import windowed
 
 REDUCTIONS = {"add": "psum", "max": "pmax", "min": "pmin"}
 
 
-def partition(kernel, what: str) -> Program:
-    """The per-PE program of global-view mesh kernel `kernel` (see the module doc)."""
-    return _Partition(kernel, what).program
+def partition(kernel, what: str, windowed: bool = False) -> Program | None:
+    """The per-PE program of global-view mesh kernel `kernel` (see the module doc); with
+    `windowed`, its result's all-gather feeding a contraction as collective matmul
+    (mesh/windowed.py), or None when it has none."""
+    return _Partition(kernel, what, windowed).program
 
 
 def _entries(spec: P, ndim: int) -> tuple:
@@ -77,8 +80,8 @@ def _spec(axes: tuple) -> P:
 
 
 class _Partition:
-    def __init__(self, kernel, what: str):
-        self.kernel, self.mesh, self.what = kernel, kernel.mesh, what
+    def __init__(self, kernel, what: str, windowed: bool = False):
+        self.kernel, self.mesh, self.what, self.windowed = kernel, kernel.mesh, what, windowed
         prog = kernel.program
         self.loc = kernel.schedule.loc
         if len(prog.results) != 1 or not prog.results[0].port.is_array:
@@ -109,7 +112,7 @@ class _Partition:
                 self._assign(m, wanted.get(m, []))
             if not last:
                 wanted = self._consumer_votes()
-        self.program = self._rewrite()
+        self.program = self._rewrite()  # None: no collective matmul where `windowed` asks for one
 
     def refuse(self, why: str, where=None):
         raise UnsupportedError(
@@ -294,6 +297,10 @@ class _Partition:
                     self.result.node.loc,
                 )
             node = self._gather(node, spec, out, self.result.node.loc, "the result")
+        if self.windowed:
+            node = windowed(node, mesh)
+            if node is None:
+                return None
         sm = ir.ShardMap(
             mesh,
             tuple(_spec(self.placed[p.name]) for p in self.kernel.program.params),

@@ -43,10 +43,20 @@ def _array(node, names=None) -> str:
     if isinstance(node, ir.Map):
         dims = ", ".join(f"{d.name}<{d.extent}" for d in node.dims)
         return f"map[{dims}] {_body(node.body, names)}"
+    if isinstance(node, ir.Concat):
+        parts = ",\n        ".join(_array(q, names) for q in node.parts)
+        return f"concatenate([\n        {parts}], axis={node.axis})"
+    if isinstance(node, ir.Roll):
+        return f"roll({_array(node.x, names)}, {_expr_str(node.shift)})"
     return type(node).__name__.lower()
 
 
 def _body(expr, names) -> str:
     """The expression, with reads of collectives printed by the collectives' names."""
-    renamed = ir.transform(expr, lambda n: ir.Input(names[n], n.dtype, n.shape) if n in names else None)
-    return _expr_str(renamed)
+
+    def named(n):  # top-down: a collective whose operand is another is named as it is
+        if n in names:
+            return ir.Input(names[n], n.dtype, n.shape)
+        return ir.rebuild(n, named)
+
+    return _expr_str(named(expr))

@@ -19,7 +19,7 @@ import numpy as np
 from hwgen_sim import harness, runner
 
 from ..dram import DramConfig
-from ..errors import MismatchError, SimulationError, user_loc
+from ..errors import HwgenError, MismatchError, SimulationError, user_loc
 from ..lang.signature import check_args, to_user
 from ..loops import Collective, walk
 from ..stalls import stalled
@@ -34,7 +34,9 @@ def timeout_cycles(predicted: int, dram: DramConfig) -> int:
     return max(10 * predicted, predicted + 100_000) + 20 * (dram.latency + dram.jitter)
 
 
-def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str = "simulate"):
+def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str = "simulate", monitor=None):
+    """`monitor`: PE 0's controller names (or True for all; a collective `coll<k>` by its
+    phases) whose runs to record in `SimResult.timeline`, as lists of (go cycle, done cycle)."""
     from ..simulate import SimResult
 
     loc = user_loc()
@@ -42,6 +44,7 @@ def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str 
     dram = dram or DramConfig()
     t0 = time.perf_counter()
     design = elaborate(kernel, dram, what)
+    watched = _watched(design, monitor, loc)
     sources = {
         f"{design.name}.v": design.verilog,
         "hwgen_tb.v": harness.mesh_tb_verilog(design),
@@ -58,7 +61,7 @@ def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str 
     work = Path(tempfile.mkdtemp(prefix=f"hwgen-{kernel.name}-"))
     try:
         images = _write_images(design, layout, values, work)
-        result = _run(design, layout, build_dir, work, dram, seed, loc)
+        result = _run(design, layout, build_dir, work, dram, seed, loc, watched)
         copies = _read_results(design, layout, images, work, loc)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -76,7 +79,35 @@ def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str 
         run_seconds=result.get("run_seconds", 0.0),
         cache_hit=hit,
         design=design,
+        timeline=_timeline(design, result.get("timeline")) if monitor else None,
     )
+
+
+def _watched(design, monitor, loc) -> list:
+    """The PE units (controllers and collective phases `ring<k>`) to record for `monitor`."""
+    if not monitor:
+        return []
+    colls = _collectives(design)
+    units = set(design.component.unit_names) - set(colls)
+    names = sorted(units | set(colls)) if monitor is True else list(monitor)
+    unknown = [n for n in names if n not in units and n not in colls]
+    if unknown:
+        raise HwgenError(
+            f"monitor names {', '.join(map(repr, unknown))}, which kernel '{design.name}' does not have; "
+            f"its controllers: {', '.join(sorted(units | set(colls)))}",
+            loc,
+        )
+    return sorted({u for n in names for u in colls.get(n, [n])})
+
+
+def _timeline(design, timeline) -> dict:
+    """PE 0's recorded runs, unit -> [(go, done)], each collective's from its first phase's go
+    to its last phase's done."""
+    timeline = dict(timeline or {})
+    for name, rings in _collectives(design).items():
+        if all(r in timeline for r in (rings[0], rings[-1])):
+            timeline[name] = {"go": timeline[rings[0]]["go"], "done": timeline[rings[-1]]["done"]}
+    return {u: list(zip(t["go"], t["done"])) for u, t in timeline.items()}
 
 
 def _write_images(design, layout, values: dict, work: Path) -> list:
@@ -92,7 +123,7 @@ def _write_images(design, layout, values: dict, work: Path) -> list:
     return images
 
 
-def _run(design, layout, build_dir, work: Path, dram: DramConfig, seed, loc) -> dict:
+def _run(design, layout, build_dir, work: Path, dram: DramConfig, seed, loc, monitor=()) -> dict:
     """Run the mesh once; its testbench result, checked (a hang names the PEs not done and
     the controllers the first of them is stalled in)."""
     from ..simulate import check_counts, dram_plusargs, run_testbench
@@ -103,9 +134,11 @@ def _run(design, layout, build_dir, work: Path, dram: DramConfig, seed, loc) -> 
         "inputs": {f"base_{a}": base for a, base in layout.bases.items()},
         "results": [],
         "timeout_cycles": timeout,
-        "monitor": [],
+        "monitor": list(monitor),
         "runs": 1,
     }
+    if monitor:  # PE 0's units: the mesh top's pe0, the PE inside its top
+        config["scope"] = ["pe0", "pe0"]
     plusargs = dram_plusargs(work, dram, seed)
 
     def run(cfg):

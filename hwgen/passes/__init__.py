@@ -7,6 +7,8 @@ PIPELINE (IR -> IR, each `pass(ir, schedule)`):
     lower         patterns + tiles + lanes -> the loop program (fuse, strip-mine, extract
                   reductions into accumulator loops, tile copies, pipes); loops sequential
     hoist         after lowering: a tile load no loop counter moves leaves its loop
+    overlap       a mesh PE's root entries in levels: a collective beside the work that
+                  neither feeds it nor reads it (a Parallel)
     metapipeline  after hoisting, which changes stage counts: which loops overlap their stages
     name          once the tree's shape is final: each controller gets its instance name
 
@@ -32,6 +34,7 @@ from .lower import lower
 from .memplan import plan as plan_memories
 from .metapipeline import metapipeline
 from .names import name_units
+from .overlap import overlap
 from .pipeplan import plan_pipe
 
 
@@ -42,6 +45,7 @@ def _lower(program, schedule) -> LoopProgram:
 PIPELINE = (
     ("lower", _lower),
     ("hoist", hoist_loads),
+    ("overlap", overlap),
     ("metapipeline", metapipeline),
     ("name", name_units),
 )

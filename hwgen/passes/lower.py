@@ -22,6 +22,7 @@ import itertools
 
 from .. import ir
 from ..affine import Affine
+from ..errors import UnsupportedError
 from ..lang.dtypes import int64
 from ..lang.program import Program
 from ..lang.signature import raw_dtype
@@ -58,7 +59,7 @@ class _Lowerer(Tiles, Reductions, Collections):
     def run(self) -> LoopProgram:
         drams = list(self.inputs.values())
         scalar_outs = []
-        fused = [ir.unique_binders(fuse(result.node)) for result in self.program.results]
+        fused = [_fused(r.node) for r in self.program.results]
         # results between two `then`s (a mesh PE's collectives) are one segment: a multifold may
         # share its loop with another of its own segment only (a later one may read the
         # collective's result, which does not exist yet)
@@ -66,11 +67,26 @@ class _Lowerer(Tiles, Reductions, Collections):
         for result in self.program.results:
             segments.append(segment)
             segment += bool(result.then)
-        folds = [[n for n in ir.walk(f) if isinstance(n, ir.MultiFold)] for f in fused]
+        folds = [[n for n in ir.walk(f) if isinstance(n, ir.MultiFold)] if f is not None else [] for f in fused]
         for k, (result, node) in enumerate(zip(self.program.results, fused)):
             mine = (n for j, f in enumerate(folds) if segments[j] == segments[k] for n in f)
             self.multifolds = list(dict.fromkeys(mine))
-            if isinstance(node, ir.Map):
+            if node is None:  # a collective of an array the PE's DRAM holds already
+                pass
+            elif isinstance(node, ir.Concat):  # each part stored in its place
+                dram = Dram(result.port.name, node.dtype, node.shape, "out")
+                drams.append(dram)
+                for part, at in zip(node.parts, node.offsets()):
+                    origin = tuple(at if d == node.axis else 0 for d in range(len(node.shape)))
+                    self.top.append(self.lower_map(dram, part, origin))
+            elif isinstance(node, ir.Roll):
+                raise UnsupportedError(
+                    "hw.roll is built only as the result of a shard_map body on a mesh: a hw.concatenate "
+                    "of equal blocks rolled by whole blocks (see docs/mesh.md); on one PE, concatenate "
+                    "the parts in their rolled order instead",
+                    node.loc,
+                )
+            elif isinstance(node, ir.Map):
                 dram = Dram(result.port.name, node.dtype, node.shape, "out")
                 drams.append(dram)
                 self.top.append(self.lower_map(dram, node))
@@ -98,7 +114,8 @@ class _Lowerer(Tiles, Reductions, Collections):
         self.mems.append(mem)
         return mem
 
-    def lower_map(self, dram: Dram, node: ir.Map) -> Loop:
+    def lower_map(self, dram: Dram, node: ir.Map, at: tuple = ()) -> Loop:
+        """The loop computing `node` into `dram`, its element 0 at `at` (default the origin)."""
         outer, local, sub = self.split(node.dims)
         stages: list = []
         expr = self.extract(ir.subst_indices(node.body, sub), local, stages)
@@ -118,10 +135,11 @@ class _Lowerer(Tiles, Reductions, Collections):
             )
             stages.append(Pipe(tuple(local), (Write(out, local_idx, expr),)))
         origin = []
-        for d in node.dims:
+        for k, d in enumerate(node.dims):
             t = self.tile(d)
             o = next((c for c in outer if c.name in (d.name, f"{d.name}.t")), None)
-            origin.append(Affine.of({o.name: t}, 0).to_expr() if o else ir.Const(0, int64))
+            shift = at[k] if at else 0
+            origin.append(Affine.of({o.name: t} if o else {}, shift).to_expr())
         stages.append(Store(out, dram, tuple(origin), tile_shape))
         return self.loop(outer, stages)
 
@@ -141,3 +159,21 @@ class _Lowerer(Tiles, Reductions, Collections):
         stages.append(Pipe((), (Write(mem, (), expr),)))
         self.top.extend(stages)
         return mem
+
+
+def _fused(node):
+    """A result's node fused for lowering: None stays None (nothing to compute); a Concat's
+    parts are fused one by one, each a Map (a part that is not one is copied by a Map)."""
+    if node is None:
+        return None
+    if isinstance(node, ir.Concat):
+        parts = []
+        for j, part in enumerate(node.parts):
+            if isinstance(part, (ir.Concat, ir.Roll)):
+                raise UnsupportedError("a part of hw.concatenate may not be joined or rolled itself", node.loc)
+            if not isinstance(part, ir.Map):
+                dims = tuple(ir.Dim(f"%cat{j}_{d}", n) for d, n in enumerate(part.shape))
+                part = ir.Map(dims, ir.Read(part, tuple(ir.Index(d.name) for d in dims)), loc=node.loc)
+            parts.append(ir.unique_binders(fuse(part)))
+        return ir.Concat(tuple(parts), node.axis, loc=node.loc)
+    return ir.unique_binders(fuse(node))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..loops import Loop, LoopProgram
+from ..loops import Loop, LoopProgram, Parallel
 
 
 def metapipeline(prog: LoopProgram, schedule) -> LoopProgram:
@@ -17,8 +17,10 @@ def metapipeline(prog: LoopProgram, schedule) -> LoopProgram:
     wanted = bool(schedule.metapipeline)
 
     def go(ctrl):
+        if isinstance(ctrl, Parallel):  # tile loads, or a mesh PE's root level (passes/overlap.py)
+            return replace(ctrl, children=tuple(go(c) for c in ctrl.children))
         if not isinstance(ctrl, Loop):
-            return ctrl  # a Parallel holds only loads (passes/lower.py)
+            return ctrl
         stages = tuple(go(s) for s in ctrl.stages)
         return replace(ctrl, stages=stages, meta=wanted and bool(ctrl.counters) and len(stages) > 1)
 
