@@ -21,7 +21,7 @@ from . import interp
 from .errors import user_loc
 from .lang.program import Program, trace_program
 from .lang.signature import check_args, to_user
-from .mesh.checks import check_options, check_program, check_shardings
+from .mesh.checks import check_collective_matmul, check_options, check_program, check_shardings
 from .schedule import Schedule
 
 _UNSET = object()
@@ -48,6 +48,7 @@ class Kernel:
         self.collective_matmul = collective_matmul  # "auto", True or False (mesh/hardware.py plan)
         self.program = program if program is not None else trace_program(fn, schedule.loc)
         check_program(self.program, mesh)
+        check_collective_matmul(self.program, collective_matmul, schedule.loc)
         # a global-view mesh program's placements (mesh/partition.py): one hw.P per parameter
         self.shardings = shardings  # as given to @hw.kernel
         self.in_shardings, self.out_shardings = check_shardings(self.program, mesh, shardings, schedule.loc)

@@ -117,7 +117,12 @@ def test_bad_concatenate_and_roll_arguments():
             hw.TraceError,
             "hw.concatenate: axis 2 is not an axis of 2-D arrays",
         ),
-        (lambda a, b: hw.roll(a, 1.5), hw.TypeMismatchError, "hw.roll: the shift must be an integer, not 1.5"),
+        (lambda a, b: hw.roll(a, 1.5, axis=0), hw.TypeMismatchError, "hw.roll: the shift must be an integer, not 1.5"),
+        (
+            lambda a, b: hw.roll(a, 1),
+            hw.UnsupportedError,
+            "hw.roll of a 2-D array needs axis=0 (without an axis numpy rolls the flattened array)",
+        ),
         (lambda a, b: hw.roll(a, 1, axis=1), hw.UnsupportedError, "hw.roll rolls along axis 0 only"),
     ]
     for fn, kind, message in cases:
@@ -146,8 +151,9 @@ def test_roll_builds_only_on_a_mesh_as_blocks_placed_by_the_pe():
         "one",
     )
     for shift, marker, why in (
-        (lambda: hw.axis_index("x") * 3, "blocks", "hw.roll must shift by whole blocks of 4 rows on every PE"),
+        (lambda al: hw.axis_index("x") * 3, "blocks", "hw.roll must shift by whole blocks of 4 rows on every PE"),
         (None, "notcat", "hw.roll must roll a hw.concatenate of equal blocks along axis 0"),
+        (lambda al: al[0] * 4, "blocks", "the shift of hw.roll must be computed from hw.axis_index and constants"),
     ):
 
         @hw.kernel(mesh=RING4)
@@ -155,7 +161,7 @@ def test_roll_builds_only_on_a_mesh_as_blocks_placed_by_the_pe():
             def body(al):
                 if shift is None:
                     return hw.roll(al, hw.axis_index("x"))  # L:notcat
-                return hw.roll(hw.concatenate([al[:4], al[4:]]), shift())  # L:blocks
+                return hw.roll(hw.concatenate([al[:4], al[4:]]), shift(al))  # L:blocks
 
             return hw.shard_map(body, mesh=RING4, in_specs=hw.P("x"), out_specs=hw.P("x"))(a)
 

@@ -508,6 +508,35 @@ def test_collective_matmul_option_errors():
     k = matmul((hw.P("x", None), hw.P(None, "y")), hw.P("x", "y"), collective_matmul=True)
     with pytest.raises(hw.UnsupportedError, match="its result is not a contraction reading an all-gather of rows"):
         k.elaborate()
+    with pytest.raises(hw.ScheduleError, match="a hw.shard_map body writes collective matmul itself"):
+
+        @hw.kernel(mesh=RING4, collective_matmul=False)
+        def s(a: hw.Array[int32, 8]):
+            return hw.shard_map(lambda al: al + 1, mesh=RING4, in_specs=hw.P("x"), out_specs=hw.P("x"))(a)
+
+
+def test_collective_matmul_is_not_used_where_the_row_index_is_needed_elsewhere():
+    """A row index also used as a value or in another read would need each step's global
+    row: the partitioner keeps the plain all-gather, and the result is the global program's."""
+    rows = [
+        lambda a, b, c: hw.map((64, 128), lambda i, j: hw.sum(32, lambda k: a[i, k] * b[k, j]) + i),
+        lambda a, b, c: hw.map((64, 128), lambda i, j: hw.sum(32, lambda k: a[i, k] * b[k, j]) + c[63 - i]),
+    ]
+    for make in rows:
+
+        @hw.kernel(
+            mesh=RING4,
+            in_shardings=(hw.P("x", None), hw.P(None, "x"), hw.P()),
+            out_shardings=hw.P(None, "x"),
+        )
+        def k(a: hw.Array[int32, 64, 32], b: hw.Array[int32, 32, 128], c: hw.Array[int32, 64]):
+            return make(a, b, c)
+
+        assert partition(k, "partition", windowed=True) is None
+        a, b, c = wide(64, 32), wide(32, 128), wide(64)
+        got, kinds, _ = partitioned(k, a, b, c)
+        assert kinds == ["all_gather"]
+        np.testing.assert_array_equal(got, k(a, b, c))
 
 
 @pytest.mark.rtl

@@ -360,13 +360,18 @@ def concatenate(arrays, axis=0) -> ArrayVal:
     return ArrayVal(node.shape, first.dtype, node=node)
 
 
-def roll(a, shift, axis=0) -> ArrayVal:
-    """numpy's `roll(a, shift, axis=0)`: element i of the result is a[(i - shift) mod n]; the
-    shift may be a traced int scalar (hw.axis_index on a mesh). It can only be returned."""
+def roll(a, shift, axis=None) -> ArrayVal:
+    """numpy's `roll(a, shift, axis)` along axis 0 (axis None: a 1-D array only, as numpy
+    flattens): element i of the result is a[(i - shift) mod n]; the shift may be a traced int
+    scalar (hw.axis_index on a mesh). It can only be returned."""
     loc = user_loc()
     if not isinstance(a, ArrayVal):
         raise TraceError("hw.roll rolls an array", loc)
-    if axis != 0:
+    if axis is None and a.ndim > 1:
+        raise UnsupportedError(
+            f"hw.roll of a {a.ndim}-D array needs axis=0 (without an axis numpy rolls the flattened array)", loc
+        )
+    if axis is not None and (isinstance(axis, bool) or not isinstance(axis, int) or axis % max(a.ndim, 1) != 0):
         raise UnsupportedError("hw.roll rolls along axis 0 only", loc)
     if isinstance(shift, (bool, float)) or not isinstance(shift, (int, np.integer, Val)):
         raise TypeMismatchError(f"hw.roll: the shift must be an integer, not {shift!r}", loc)

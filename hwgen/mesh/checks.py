@@ -28,6 +28,16 @@ def check_options(mesh, link, loc, collective_matmul="auto") -> None:
         raise ScheduleError("link= describes the links between PEs; it needs mesh= too", loc)
 
 
+def check_collective_matmul(program, collective_matmul, loc) -> None:
+    """`collective_matmul=` True or False only where hwgen partitions: no hw.shard_map."""
+    if collective_matmul != "auto" and shard_maps(program):
+        raise ScheduleError(
+            "collective_matmul= chooses how hwgen partitions a program written for whole arrays; a "
+            "hw.shard_map body writes collective matmul itself (see docs/mesh.md)",
+            loc,
+        )
+
+
 def check_shardings(program, mesh, shardings, loc) -> tuple:
     """(in_shardings, out_shardings) of a kernel from `shardings`, the pair given to
     @hw.kernel: an hw.P per parameter (default: replicated) and one for the result (None:

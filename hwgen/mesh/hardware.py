@@ -306,6 +306,12 @@ def _rolled_offsets(out, mesh, refuse, loc) -> list:
     cat = out.x
     if not isinstance(cat, ir.Concat) or cat.axis != 0 or len({q.shape for q in cat.parts}) != 1:
         refuse("hw.roll must roll a hw.concatenate of equal blocks along axis 0", out.loc or loc)
+    allowed = {axis_param(a) for a in mesh.axis_names}
+    for e in ir.walk(out.shift):
+        if not isinstance(e, (ir.Const, ir.Param, ir.Binary, ir.Unary, ir.Cast)) or (
+            isinstance(e, ir.Param) and e.name not in allowed
+        ):
+            refuse("the shift of hw.roll must be computed from hw.axis_index and constants", out.loc or loc)
     rows, n = cat.parts[0].shape[0], cat.shape[0]
     row_words = math.prod(cat.shape[1:])
     shifts = []

@@ -38,7 +38,7 @@ def gathered_rows(node, mesh):
     (g,) = gathers
     if len(g.axes) != 1 or dict(g.params) != {"axis": 0, "tiled": True} or g.shape[0] != i.extent:
         return None
-    uses = sum(1 for e in ir.walk(node.body) if isinstance(e, ir.Index) and e.name == i.name)
+    uses = _count(node.body, lambda e: isinstance(e, ir.Index) and e.name == i.name)
     rows = [r for r in ir.walk(node.body) if isinstance(r, ir.Read) and r.src is g]
     if any(r.idx[0] != ir.Index(i.name) for r in rows) or uses != 1 or len(rows) != 1:
         return None
@@ -72,3 +72,9 @@ def windowed(node, mesh):
 
 def _reads(e, g) -> bool:
     return isinstance(e, ir.Read) and e.src == g
+
+
+def _count(e, hit) -> int:
+    """How many times `hit` holds in expression tree `e`, every occurrence counted (ir.walk
+    visits structurally equal nodes once)."""
+    return int(hit(e)) + sum(_count(c, hit) for c in ir.children(e))

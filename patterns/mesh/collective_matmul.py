@@ -19,31 +19,40 @@ import hwgen as hw
 from hwgen import int32
 
 P, M, K, N = 4, 16, 64, 16  # PEs; each PE's rows of a, the contraction, each PE's columns of b
-mesh = hw.Mesh((P,), ("x",), topology="ring")
-schedule = {"tile": {"@i": 16, "@j": 16, "@k": 16}, "par": {"@j": 16}}
-specs = {"mesh": mesh, "in_specs": (hw.P("x", None), hw.P(None, "x")), "out_specs": hw.P(None, "x")}
-TO_PREVIOUS = [(j, (j - 1) % P) for j in range(P)]  # each PE sends its block to the previous one
+SCHEDULE = {"tile": {"@i": 16, "@j": 16, "@k": 16}, "par": {"@j": 16}}
 
 
-@hw.kernel(mesh=mesh, link=hw.LinkConfig(latency=4), **schedule)
-def collective_matmul(a: hw.Array[int32, P * M, K], b: hw.Array[int32, K, P * N]):
-    def body(al, bl):
-        chunk, parts = al, []
-        for s in range(P):
-            parts.append(chunk @ bl)  # the rows of block (x + s) mod P
-            if s + 1 < P:
-                chunk = hw.ppermute(chunk, "x", TO_PREVIOUS)  # runs beside the matmul above
-        return hw.roll(hw.concatenate(parts), hw.axis_index("x") * M, axis=0)
+def build(p, m, k, n, link=hw.LinkConfig(latency=4), **schedule):
+    """(collective_matmul, gathered) on a ring of p PEs: a (p*m, k) by rows, b (k, p*n) by
+    columns (benchmarks/collective_matmul.py builds other sizes)."""
+    mesh = hw.Mesh((p,), ("x",), topology="ring")
+    specs = {"mesh": mesh, "in_specs": (hw.P("x", None), hw.P(None, "x")), "out_specs": hw.P(None, "x")}
+    to_previous = [(j, (j - 1) % p) for j in range(p)]  # each PE sends its block to the previous one
 
-    return hw.shard_map(body, **specs)(a, b)
+    @hw.kernel(mesh=mesh, link=link, **schedule)
+    def collective_matmul(a: hw.Array[int32, p * m, k], b: hw.Array[int32, k, p * n]):
+        def body(al, bl):
+            chunk, parts = al, []
+            for s in range(p):
+                parts.append(chunk @ bl)  # the rows of block (x + s) mod p
+                if s + 1 < p:
+                    chunk = hw.ppermute(chunk, "x", to_previous)  # runs beside the matmul above
+            return hw.roll(hw.concatenate(parts), hw.axis_index("x") * m, axis=0)
+
+        return hw.shard_map(body, **specs)(a, b)
+
+    @hw.kernel(mesh=mesh, link=link, **schedule)
+    def gathered(a: hw.Array[int32, p * m, k], b: hw.Array[int32, k, p * n]):
+        def body(al, bl):
+            return hw.all_gather(al, "x", tiled=True) @ bl
+
+        return hw.shard_map(body, **specs)(a, b)
+
+    return collective_matmul, gathered
 
 
-@hw.kernel(mesh=mesh, link=hw.LinkConfig(latency=4), **schedule)
-def gathered(a: hw.Array[int32, P * M, K], b: hw.Array[int32, K, P * N]):
-    def body(al, bl):
-        return hw.all_gather(al, "x", tiled=True) @ bl
-
-    return hw.shard_map(body, **specs)(a, b)
+collective_matmul, gathered = build(P, M, K, N, **SCHEDULE)
+TO_PREVIOUS = [(j, (j - 1) % P) for j in range(P)]
 
 
 def inputs(seed=0):
