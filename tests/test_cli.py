@@ -104,7 +104,7 @@ def test_show_ir(capsys, tmp_path):
     steps = [line.split(" (")[0] for line in out.splitlines() if line.startswith("== after ")]
     assert steps == [
         "== after " + n
-        for n in ("lower", "hoist", "metapipeline", "name", "memplan", "pipeplan", "hardware and verilog")
+        for n in ("lower", "hoist", "overlap", "metapipeline", "name", "memplan", "pipeplan", "hardware and verilog")
     ]
     assert "store store0 out_tile" in out  # controllers carry their instance names
 
@@ -208,5 +208,5 @@ def test_show_ir_of_a_mesh_kernel_lists_its_collective(capsys, tmp_path):
     path = str(Path(__file__).resolve().parent.parent / "patterns" / "mesh" / "weight_update.py")
     code, out, _ = run(["build", path, "--out", str(tmp_path / "rtl"), "--show-ir"], capsys)
     assert code == 0
-    assert "collective coll0 partial0 -> collective0: all_gather along x" in out
+    assert "collective coll0 w -> collective0: all_gather along x" in out  # w is in DRAM: read where it is
     assert "collective coll1 partial1 -> collective1: reduce_scatter along x" in out
