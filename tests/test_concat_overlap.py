@@ -113,6 +113,12 @@ def test_bad_concatenate_and_roll_arguments():
         ),
         (lambda a, b: hw.concatenate(a), hw.TraceError, "hw.concatenate takes a non-empty list or tuple of arrays"),
         (
+            lambda a, b: hw.concatenate([a, a[0, 0]]),
+            hw.TraceError,
+            "hw.concatenate joins arrays; a part is a scalar or not traced",
+        ),
+        (lambda a, b: hw.roll(a[0, 0], 1), hw.TraceError, "hw.roll rolls an array"),
+        (
             lambda a, b: hw.concatenate([a, b], axis=2),
             hw.TraceError,
             "hw.concatenate: axis 2 is not an axis of 2-D arrays",
@@ -150,6 +156,14 @@ def test_roll_builds_only_on_a_mesh_as_blocks_placed_by_the_pe():
         "rolled by whole blocks (see docs/mesh.md); on one PE, concatenate the parts in their rolled order instead",
         "one",
     )
+
+    @hw.kernel
+    def nested(a: hw.Array[int32, 4]):
+        return hw.concatenate([hw.concatenate([a, a]), a])  # L:nested
+
+    with pytest.raises(hw.HwgenError) as e:
+        nested.elaborate()
+    check(e.value, hw.UnsupportedError, "a part of hw.concatenate may not be joined or rolled itself", "nested")
     for shift, marker, why in (
         (lambda al: hw.axis_index("x") * 3, "blocks", "hw.roll must shift by whole blocks of 4 rows on every PE"),
         (None, "notcat", "hw.roll must roll a hw.concatenate of equal blocks along axis 0"),
