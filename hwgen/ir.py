@@ -309,6 +309,32 @@ class Concat(ArrayNode):
             at += q.shape[self.axis]
         return tuple(out)
 
+    @staticmethod
+    def used(roots) -> list:
+        """The concatenations under `roots` that a node other than a concatenation, a roll or
+        a collective uses (a read, a multifold's init): the ones that must exist as arrays."""
+        found, seen, stack = {}, set(), list(roots)
+        while stack:
+            n = stack.pop()
+            if id(n) in seen or n is None:
+                continue
+            seen.add(id(n))
+            kids = children(n)
+            if not isinstance(n, (Concat, Roll, Collective)):
+                found.update((id(c), c) for c in kids if isinstance(c, Concat))
+            stack.extend(kids)
+        return list(found.values())
+
+    def placed(self) -> tuple:
+        """(part, origin) for every part that is not itself a concatenation (nested ones are
+        flattened, in order): `origin` is where the part's element 0 sits in the whole."""
+        out = []
+        for q, at in zip(self.parts, self.offsets()):
+            inner = q.placed() if isinstance(q, Concat) else ((q, (0,) * len(q.shape)),)
+            for leaf, origin in inner:
+                out.append((leaf, tuple(o + at if d == self.axis else o for d, o in enumerate(origin))))
+        return tuple(out)
+
 
 @_node
 class Roll(ArrayNode):

@@ -247,7 +247,7 @@ def mesh_tb_verilog(design) -> str:
         "output done",
         "output busy",
         "output [63:0] cycles",
-        f"output {_width(p)}pe_done",
+        f"output [{p - 1}:0] pe_done",  # indexed per PE, also when p is 1
         "input dump",
         "output fault",
     ]
@@ -264,7 +264,7 @@ def mesh_tb_verilog(design) -> str:
         ports.append(f"input {_width(addr)}base_{name}")
         conns.append(f".base_{name}(base_{name})")
     chan = _channel_wires(addr, tag, words, wb)
-    wires, drams = [f"  wire {_width(p)}faults;", "  assign fault = |faults;"], []
+    wires, drams = [f"  wire [{p - 1}:0] faults;", "  assign fault = |faults;"], []
     channels = ("mem", "cmem") if top.rings else ("mem",)  # cmem: the collective units' channel
     for k in range(p):
         for c in channels:

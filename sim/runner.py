@@ -49,7 +49,7 @@ class _Runner(Verilator):
     def _build_command(self):
         cmds = super()._build_command()
         cmds[0] = [arg for arg in cmds[0] if arg != "--public-flat-rw"]
-        cmds[1] = [*cmds[1], "CFG_CXXFLAGS_PCH_I=-include"]
+        cmds[1] = [*cmds[1], "CFG_CXXFLAGS_PCH_I=-include", *MAKE_ARGS]
         return cmds
 
 
@@ -58,8 +58,12 @@ def get_runner(_name: str = "verilator") -> Verilator:
 
 
 # C++ optimisation of the simulator: -O1 builds about twice as fast as -O2 and simulates about
-# half as fast; set HWGEN_CXX_OPT=-O2 for long simulations.
+# half as fast; set HWGEN_CXX_OPT=-O2 for long simulations. It applies to the code that runs
+# every cycle; the code that runs once (Verilator's "slow" files: constructors, the symbol
+# table) is built without optimisation: GCC at -O1 or -Os spends minutes on the symbol table's
+# constructor of a 16-PE mesh of many controllers, at -O0 seconds.
 CXX_OPT = os.environ.get("HWGEN_CXX_OPT", "-O1")
+MAKE_ARGS = [f"OPT_FAST={CXX_OPT}", f"OPT_GLOBAL={CXX_OPT}", "OPT_SLOW=-O0"]
 # --output-split 0: one C++ file. A split build (`build(split=True)`, for meshes) writes files
 # of about SPLIT statements that `make -j` compiles in parallel with a precompiled header:
 # about a third faster for a 16-PE mesh, a few seconds slower for one small PE, and several
@@ -73,7 +77,7 @@ BUILD_ARGS = [
     "-Wno-lint",
     "-Wno-style",
     "-CFLAGS",
-    f"-std=c++20 {CXX_OPT}",
+    "-std=c++20",
 ]
 
 
@@ -167,6 +171,7 @@ def build_key(sources: dict, waves: bool) -> str:
         repr(
             (
                 BUILD_ARGS,
+                MAKE_ARGS,
                 PUBLIC_VLT,
                 waves,
                 LIBRARY_OBJECTS,

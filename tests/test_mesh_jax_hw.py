@@ -71,6 +71,42 @@ def test_collective_matmul_equals_jax():
     np.testing.assert_array_equal(sim.outputs, want)
 
 
+def test_halo_stencil_equals_jax():
+    """patterns/mesh/halo_stencil.py on its 2x2 torus against the same halo exchange written
+    with jax.lax.ppermute and jnp.concatenate under jax.shard_map."""
+    jnp = pytest.importorskip("jax.numpy")
+    app, kernel = load("halo_stencil")
+    jmesh = JaxMesh(np.array(jax.devices()[: app.PX * app.PY]).reshape(app.PX, app.PY), ("x", "y"))
+    down = [(k, k + 1) for k in range(app.PX - 1)]  # from the PE before, along x
+    up = [(k + 1, k) for k in range(app.PX - 1)]
+    right_down = [(k, k + 1) for k in range(app.PY - 1)]  # along y
+    right_up = [(k + 1, k) for k in range(app.PY - 1)]
+
+    def body(block):
+        above = jax.lax.ppermute(block[-1:, :], "x", down)
+        below = jax.lax.ppermute(block[:1, :], "x", up)
+        left = jax.lax.ppermute(block[:, -1:], "y", right_down)
+        right = jax.lax.ppermute(block[:, :1], "y", right_up)
+        corner = jnp.zeros((1, 1), block.dtype)
+        p = jnp.concatenate(
+            [
+                jnp.concatenate([corner, above, corner], axis=1),
+                jnp.concatenate([left, block, right], axis=1),
+                jnp.concatenate([corner, below, corner], axis=1),
+            ]
+        )
+        return 4 * p[1:-1, 1:-1] - p[:-2, 1:-1] - p[2:, 1:-1] - p[1:-1, :-2] - p[1:-1, 2:]
+
+    spec = JaxP("x", "y")
+    f = jax.jit(jax.shard_map(body, mesh=jmesh, in_specs=spec, out_specs=spec, check_vma=False))
+    (a,) = app.inputs(5)
+    want = np.asarray(f(a))
+    sim = kernel.simulate(a)
+    assert sim.outputs.dtype == want.dtype
+    np.testing.assert_array_equal(sim.outputs, want)
+    assert sim.cycles == sim.predicted_cycles
+
+
 def test_a_global_view_matmul_equals_jax_under_the_same_shardings():
     """patterns/mesh/sharded_gemm.py, partitioned by hwgen, against jax.jit with the same
     in_shardings and out_shardings (XLA's SPMD partitioner) on 4 CPU devices."""

@@ -78,7 +78,7 @@ def mesh_top_verilog(
         "output reg done",
         "output reg busy",
         "output reg [63:0] cycles",
-        f"output {_width(p)}pe_done",
+        f"output [{p - 1}:0] pe_done",  # indexed per PE, also when p is 1
     ]
     head += [f"input {_width(b)}{n}" for n, b in shared]
     for k in range(p):

@@ -81,11 +81,10 @@ class ArrayVal(_Operators):
     def elem(self, idx: tuple) -> Val:
         """The element at `idx`, a tuple of Vals (weak index expressions)."""
         assert len(idx) == self.ndim
-        if isinstance(self.node, (ir.Concat, ir.Roll)):
-            what = "hw.concatenate" if isinstance(self.node, ir.Concat) else "hw.roll"
+        if isinstance(self.node, ir.Roll):
             raise UnsupportedError(
-                f"the result of {what} can only be returned (by the kernel, or by a shard_map body), "
-                f"not read or computed with: compute on its parts before joining them",
+                "the result of hw.roll can only be returned (by the kernel, or by a shard_map body), "
+                "not read or computed with: compute on its parts before joining them",
                 user_loc(),
             )
         if self.node is not None:
@@ -333,7 +332,8 @@ def full(shape, value, dtype) -> ArrayVal:
 
 def concatenate(arrays, axis=0) -> ArrayVal:
     """numpy's `concatenate(arrays, axis)`: the arrays joined along `axis` (same dtype, the
-    same shape but along `axis`). It can only be returned (see ArrayVal.elem)."""
+    same shape but along `axis`). Returned, or read inside a shard_map body on a mesh (each PE
+    stores it in its DRAM first: mesh/hardware.py); a single PE refuses reads (passes/lower.py)."""
     loc = user_loc()
     if isinstance(arrays, ArrayVal) or not isinstance(arrays, (list, tuple)) or not arrays:
         raise TraceError("hw.concatenate takes a non-empty list or tuple of arrays", loc)

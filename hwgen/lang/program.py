@@ -86,7 +86,7 @@ def trace_program(fn, loc: Loc | None) -> Program:
             raise TypeMismatchError(
                 f"kernel '{name}' returns {len(items)} result(s) but its annotation declares {len(declared)}", loc
             )
-        names = result_names(len(items))
+        names = result_names(len(items), {p.name for p in params})
         results = []
         for k, item in enumerate(items):
             want = declared[k] if declared is not None else None

@@ -161,8 +161,16 @@ def to_user(port: "Port", value):
     return value
 
 
-def result_names(n: int) -> list:
-    return ["out"] if n == 1 else [f"out{k}" for k in range(n)]
+def result_names(n: int, taken=()) -> list:
+    """The results' array names: `out`, or `out0`, `out1`, ...; each with `_` appended until
+    it is not in `taken` (the parameters' names: a parameter may be called `out`)."""
+    names = ["out"] if n == 1 else [f"out{k}" for k in range(n)]
+    out = []
+    for name in names:
+        while name in taken:
+            name += "_"
+        out.append(name)
+    return out
 
 
 def check_args(kernel_name: str, params: list, args: tuple) -> dict:

@@ -44,7 +44,7 @@ from .checks import shard_maps
 from .collectives import axis_param
 from .mesh import LinkConfig, unravel
 from .partition import partition
-from .spmd import collectives_in_order
+from .spmd import body_nodes, collectives_in_order
 
 # the body's collective -> (the ring unit's kind, its operation)
 OPS = {
@@ -237,7 +237,8 @@ def _plan(kernel, prog, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusa
                 sub.loc,
             )
     colls = collectives_in_order([out])
-    plans, results, extents = [], [], dict(prog.extents)
+    joined = list(dict.fromkeys(ir.Concat.used([out])))  # hw.concatenate results the body reads
+    plans, results, extents, aliases = [], [], dict(prog.extents), {}
 
     def local(value, where):
         """`value` over the kernel's arrays and the collectives' results so far, as a per-PE
@@ -249,7 +250,16 @@ def _plan(kernel, prog, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusa
             node = ir.Map(dims, ir.Read(node, tuple(ir.Index(d.name) for d in dims)), loc=where)
         return node
 
-    for k, coll in enumerate(colls):
+    for point in body_nodes([out]):  # collectives and read concatenations, each after what it uses
+        if point in joined:  # stored where its parts go, in an array the later parts load
+            name = _fresh(f"joined{joined.index(point)}", taken)
+            taken.add(name)
+            results.append(Result(Port(name, point.dtype, point.shape), local(point, point.loc)))
+            local_params.append(Port(name, point.dtype, point.shape))
+            rename[ir.transform(point, lambda x: rename.get(x))] = ir.Input(name, point.dtype, point.shape)
+        if not isinstance(point, ir.Collective):
+            continue
+        coll, k = point, colls.index(point)
         bare = ir.transform(coll.operand, lambda x: rename.get(x))
         if isinstance(bare, ir.Input):  # an array in the PE's DRAM already: the collective reads it
             partial = bare.name
@@ -269,7 +279,6 @@ def _plan(kernel, prog, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusa
     if len({c.dtype.bits for c in colls}) > 1:
         refuse("the collectives of one body must move elements of one width (the links carry one)", sm.loc)
     direct = bool(colls) and out is colls[-1]
-    aliases = {}
     if isinstance(out, ir.Roll):  # each part its own array, placed in the result by the PE's shift
         offsets = _rolled_offsets(out, mesh, refuse, sm.loc)
         for j, (part, words) in enumerate(zip(out.x.parts, offsets)):

@@ -184,7 +184,9 @@ def _stalled_units(design, timeline: dict) -> list:
         first, last = (timeline.get(r, {"go": [], "done": []}) for r in (rings[0], rings[-1]))
         timeline[name] = {"go": first["go"], "done": last["done"]}
     out = stalled(design.component.pe.tree, timeline)
-    phases = dict(zip((f"ring{k}" for k in range(len(design.plan.rings))), design.plan.rings))
+    # ring<k> is the k-th phase in the PE's tree order (overlap may run a later collective first)
+    ordered = [ph for c in walk(design.program.root) if isinstance(c, Collective) for ph in c.phases]
+    phases = dict(zip((f"ring{k}" for k in range(len(ordered))), ordered))
     for name, rings in _collectives(design).items():
         for j, unit in enumerate(rings):
             t, r = timeline.get(unit, {"go": [], "done": []}), phases[unit]

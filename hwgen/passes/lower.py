@@ -60,13 +60,16 @@ class _Lowerer(Tiles, Reductions, Collections):
         drams = list(self.inputs.values())
         scalar_outs = []
         fused = [_fused(r.node) for r in self.program.results]
-        # results between two `then`s (a mesh PE's collectives) are one segment: a multifold may
-        # share its loop with another of its own segment only (a later one may read the
-        # collective's result, which does not exist yet)
+        for f in fused:
+            _refuse_read_concatenations(f)
+        # results between two `then`s (a mesh PE's collectives) or joined arrays (a read
+        # concatenation, also a parameter) are one segment: a multifold may share its loop with
+        # another of its own segment only (a later one may read what the collective or the
+        # joined array's stores write, which does not exist yet)
         segment, segments = 0, []
         for result in self.program.results:
             segments.append(segment)
-            segment += bool(result.then)
+            segment += bool(result.then) or result.port.name in self.inputs  # or a joined array
         folds = [[n for n in ir.walk(f) if isinstance(n, ir.MultiFold)] if f is not None else [] for f in fused]
         for k, (result, node) in enumerate(zip(self.program.results, fused)):
             mine = (n for j, f in enumerate(folds) if segments[j] == segments[k] for n in f)
@@ -74,10 +77,8 @@ class _Lowerer(Tiles, Reductions, Collections):
             if node is None:  # a collective of an array the PE's DRAM holds already
                 pass
             elif isinstance(node, ir.Concat):  # each part stored in its place
-                dram = Dram(result.port.name, node.dtype, node.shape, "out")
-                drams.append(dram)
-                for part, at in zip(node.parts, node.offsets()):
-                    origin = tuple(at if d == node.axis else 0 for d in range(len(node.shape)))
+                dram = self.output(result.port.name, node, drams)
+                for part, origin in node.placed():
                     self.top.append(self.lower_map(dram, part, origin))
             elif isinstance(node, ir.Roll):
                 raise UnsupportedError(
@@ -87,17 +88,14 @@ class _Lowerer(Tiles, Reductions, Collections):
                     node.loc,
                 )
             elif isinstance(node, ir.Map):
-                dram = Dram(result.port.name, node.dtype, node.shape, "out")
-                drams.append(dram)
+                dram = self.output(result.port.name, node, drams)
                 self.top.append(self.lower_map(dram, node))
             elif isinstance(node, ir.MultiFold):
-                dram = Dram(result.port.name, node.dtype, node.shape, "out")
-                drams.append(dram)
+                dram = self.output(result.port.name, node, drams)
                 acc = self.fold(node)
                 self.top.append(Store(acc, dram, tuple(ir.Const(0, int64) for _ in node.shape), node.shape))
             elif isinstance(node, ir.Part):
-                dram = Dram(result.port.name, node.dtype, node.shape, "out")
-                drams.append(dram)
+                dram = self.output(result.port.name, node, drams)
                 mem, count = self.collect_part(node)
                 limit = ir.MemRead(count, ()) if node.collect.kind == "append" else None
                 self.top.append(Store(mem, dram, tuple(ir.Const(0, int64) for _ in node.shape), node.shape, limit))
@@ -109,13 +107,31 @@ class _Lowerer(Tiles, Reductions, Collections):
         groups = tuple(g for g in self.collected.values() if isinstance(g, Group))
         return LoopProgram(self.program.name, params, tuple(drams), tuple(self.mems), tuple(scalar_outs), root, groups)
 
+    def output(self, name: str, node, drams: list) -> Dram:
+        """The DRAM array result `name` is stored to: a new one, appended to `drams`, or the
+        parameter of that name (a mesh PE's array that later parts read: mesh/hardware.py)."""
+        if name in self.inputs:
+            return self.inputs[name]
+        drams.append(Dram(name, node.dtype, node.shape, "out"))
+        return drams[-1]
+
     def new_mem(self, stem: str, dtype, shape, label: str = "", loc=None) -> Mem:
         mem = Mem(f"{stem}{next(self._ids)}", dtype, tuple(shape), label or stem, loc)
         self.mems.append(mem)
         return mem
 
     def lower_map(self, dram: Dram, node: ir.Map, at: tuple = ()) -> Loop:
-        """The loop computing `node` into `dram`, its element 0 at `at` (default the origin)."""
+        """The loop computing `node` into `dram`, its element 0 at `at` (default the origin);
+        a copy the schedule does not tile gets tiles and lanes of its own (`copy_schedule`)."""
+        tiles, par = self.tiles, self.par
+        own = copy_schedule(node, tiles)
+        self.tiles, self.par = {**tiles, **own[0]}, {**par, **own[1]}
+        try:
+            return self._lower_map(dram, node, at)
+        finally:
+            self.tiles, self.par = tiles, par
+
+    def _lower_map(self, dram: Dram, node: ir.Map, at: tuple) -> Loop:
         outer, local, sub = self.split(node.dims)
         stages: list = []
         expr = self.extract(ir.subst_indices(node.body, sub), local, stages)
@@ -123,10 +139,9 @@ class _Lowerer(Tiles, Reductions, Collections):
         tile_shape = tuple(self.tile(d) for d in node.dims)
         local_idx = self.local_index(node.dims, local)
         squeezed = tuple(i for i in local_idx if isinstance(i, ir.Index))
-        if (
-            isinstance(expr, ir.MemRead)
-            and expr.idx == squeezed
-            and expr.mem.shape == tuple(t for t in tile_shape if t > 1)
+        if isinstance(expr, ir.MemRead) and (
+            (expr.idx == squeezed and expr.mem.shape == tuple(t for t in tile_shape if t > 1))
+            or (expr.idx == local_idx and expr.mem.shape == tile_shape)
         ):
             out = expr.mem  # the body is exactly an accumulator: store it directly
         else:
@@ -161,19 +176,65 @@ class _Lowerer(Tiles, Reductions, Collections):
         return mem
 
 
+COPY_TILE = 1024  # elements of a copy's tile, at most
+COPY_LANES = 4  # a copy's lanes, at most (the default DRAM beat: DramConfig.words_per_cycle)
+
+
+def copy_schedule(node: ir.Map, tiles: dict) -> tuple:
+    """(tiles, lanes) for a map that copies part of an array (its body a read of an input: a
+    slice, a block the compiler copies, a part of a concatenation) or fills one with a
+    constant (hw.zeros), whose indices the schedule leaves untiled: the last index tiled by
+    its largest divisor up to COPY_TILE, the earlier ones by the largest divisors that keep
+    the tile within COPY_TILE, the last one on the most lanes up to COPY_LANES (a power of
+    two) that divide its tile. Else ({}, {})."""
+    copy = isinstance(node.body, ir.Read) and isinstance(node.body.src, ir.Input)
+    if not copy and not isinstance(node.body, ir.Const):
+        return {}, {}
+    names = [ir.schedule_name(d.name) for d in node.dims]
+    if not names or any(n in tiles for n in names) or len(set(names)) < len(names):
+        return {}, {}
+    own, room = {}, COPY_TILE
+    for d, name in reversed(list(zip(node.dims, names))):
+        t = max(k for k in range(1, min(d.extent, room) + 1) if d.extent % k == 0)
+        own[name], room = t, room // t
+    last = names[-1]
+    lanes = max(k for k in range(1, COPY_LANES + 1) if own[last] % k == 0 and k & (k - 1) == 0)
+    return {n: t for n, t in own.items() if t > 1}, ({last: lanes} if lanes > 1 else {})
+
+
 def _fused(node):
     """A result's node fused for lowering: None stays None (nothing to compute); a Concat's
-    parts are fused one by one, each a Map (a part that is not one is copied by a Map)."""
+    parts are fused one by one, each a Map (a part that is not one is copied by a Map) or a
+    Concat (joined in its place)."""
     if node is None:
         return None
     if isinstance(node, ir.Concat):
         parts = []
         for j, part in enumerate(node.parts):
-            if isinstance(part, (ir.Concat, ir.Roll)):
-                raise UnsupportedError("a part of hw.concatenate may not be joined or rolled itself", node.loc)
+            if isinstance(part, ir.Roll):
+                raise UnsupportedError("a part of hw.concatenate may not be rolled itself", node.loc)
+            if isinstance(part, ir.Concat):
+                parts.append(_fused(part))
+                continue
             if not isinstance(part, ir.Map):
                 dims = tuple(ir.Dim(f"%cat{j}_{d}", n) for d, n in enumerate(part.shape))
                 part = ir.Map(dims, ir.Read(part, tuple(ir.Index(d.name) for d in dims)), loc=node.loc)
             parts.append(ir.unique_binders(fuse(part)))
         return ir.Concat(tuple(parts), node.axis, loc=node.loc)
     return ir.unique_binders(fuse(node))
+
+
+def _refuse_read_concatenations(node) -> None:
+    """A result that reads a hw.concatenate's result (or starts a multifold from one) is
+    refused, at the read's line where there is one (a mesh PE stores it first)."""
+    if node is None:
+        return
+    used = ir.Concat.used([node])
+    if not used:
+        return
+    reads = [n for n in ir.walk(node) if isinstance(n, ir.Read) and isinstance(n.src, ir.Concat)]
+    raise UnsupportedError(
+        "the result of hw.concatenate is read here: on one PE it can only be returned; read "
+        "its parts instead (inside a shard_map body on a mesh, each PE stores it first)",
+        (reads[0].loc if reads else None) or used[0].loc,
+    )
