@@ -22,6 +22,7 @@ import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from . import loops
 from .dram import DramConfig, word_bits
@@ -183,8 +184,10 @@ def build(kernel, out_dir="rtl_out", dram: DramConfig | None = None, show_ir: bo
 
 
 def write(kernel, design: Design, out_dir="rtl_out") -> Design:
-    """Write an elaborated design to out_dir/<kernel>/ all at once (through a temporary folder);
-    an unwritable out_dir is a HwgenError, and a failure leaves nothing behind."""
+    """Write an elaborated design's files (<kernel>.v, <kernel>.vlt, report.json) to
+    out_dir/<kernel>/, each written whole to a temporary folder first and then moved into place
+    (a failure leaves the earlier files, or nothing); other files there (waves, synthesis
+    results and logs in their subfolders) stay. An unwritable out_dir is a HwgenError."""
     out = os.fspath(out_dir)
     created = not os.path.exists(out)
     try:
@@ -194,32 +197,39 @@ def write(kernel, design: Design, out_dir="rtl_out") -> Design:
         _remove_if_empty(out, created)
         raise HwgenError(f"cannot write the output folder '{out}': {e.strerror or e}") from None
     final = os.path.join(out, kernel.name)
+    files = {f"{kernel.name}.v": design.verilog, f"{kernel.name}.vlt": waivers(kernel.name)}
+    files["report.json"] = json.dumps(design.report, indent=2) + "\n"
     try:
-        with open(os.path.join(tmp, f"{kernel.name}.v"), "w") as f:
-            f.write(design.verilog)
-        with open(os.path.join(tmp, f"{kernel.name}.vlt"), "w") as f:
-            f.write(waivers(kernel.name))
-        with open(os.path.join(tmp, "report.json"), "w") as f:
-            json.dump(design.report, f, indent=2)
-            f.write("\n")
-        os.chmod(tmp, 0o755)  # mkdtemp makes it private
-        if os.path.isdir(final):
-            shutil.rmtree(final)
-        os.replace(tmp, final)
+        for name, text in files.items():
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write(text)
+        if os.path.exists(final) and not os.path.isdir(final):
+            os.remove(final)
+        os.makedirs(final, exist_ok=True)
+        for name in files:
+            os.replace(os.path.join(tmp, name), os.path.join(final, name))
     except OSError as e:
-        shutil.rmtree(tmp, ignore_errors=True)
         _remove_if_empty(out, created)
         raise HwgenError(f"cannot write '{final}': {e.strerror or e}") from None
-    except BaseException:
+    finally:
         shutil.rmtree(tmp, ignore_errors=True)
-        _remove_if_empty(out, created)
-        raise
     design.paths = {
         "verilog": os.path.join(final, f"{kernel.name}.v"),
         "waivers": os.path.join(final, f"{kernel.name}.vlt"),
         "report": os.path.join(final, "report.json"),
     }
     return design
+
+
+def add_to_report(path, key: str, entry: dict) -> dict:
+    """report.json at `path` with `entry` stored under `key` (replacing what was there),
+    rewritten whole through a temporary file; the new report."""
+    report = json.loads(Path(path).read_text())
+    report[key] = entry
+    tmp = Path(path).with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(report, indent=2) + "\n")
+    os.replace(tmp, path)
+    return report
 
 
 def _remove_if_empty(path: str, created: bool) -> None:

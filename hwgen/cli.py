@@ -1,8 +1,9 @@
 """The `hwgen` command line.
 
     hwgen build APP.py [--kernel NAME] [--out DIR] [--show-ir]
-    hwgen sim   APP.py [--kernel NAME] [--seed S] [--waves] [--latency N] [--jitter N] [--target ecp5]
-    hwgen synth APP.py --target ice40|ecp5 [--device D] [--kernel NAME] [--freq MHZ]
+    hwgen sim   APP.py [--kernel NAME] [--out DIR] [--seed S] [--waves] [--latency N] [--jitter N] [--target ecp5]
+    hwgen synth APP.py --target ice40|ecp5 [--device D] [--kernel NAME] [--out DIR] [--freq MHZ]
+    hwgen --version                      (also: python -m hwgen ...)
 
 Every user mistake is printed as one line, `error: FILE:LINE: message`, with exit status 1.
 """
@@ -32,6 +33,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="hwgen", description="Compile parallel-pattern kernels to hardware.")
+    p.add_argument("--version", action="version", version=f"hwgen {_version()}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     b = sub.add_parser("build", help="write Verilog and report.json for each kernel in APP.py")
     b.add_argument("app", metavar="APP.py")
@@ -46,8 +48,14 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("sim", help="simulate each kernel in Verilator and check it against the golden model")
     s.add_argument("app", metavar="APP.py")
     s.add_argument("--kernel", help="only the kernel of this name")
+    s.add_argument(
+        "--out",
+        default="rtl_out",
+        help="output folder (default rtl_out): the kernel's Verilog and report.json, with the measured "
+        "cycles under 'simulation', and its waves",
+    )
     s.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
-    s.add_argument("--waves", action="store_true", help="also write rtl_out/<kernel>/<kernel>.vcd")
+    s.add_argument("--waves", action="store_true", help="also write OUT/<kernel>/<kernel>.vcd")
     s.add_argument("--latency", type=int, default=DramConfig.latency, help="DRAM read latency in cycles")
     s.add_argument("--jitter", type=int, default=0, help="random extra DRAM latency, up to this many cycles")
     s.add_argument(
@@ -64,6 +72,15 @@ def _parser() -> argparse.ArgumentParser:
     y.add_argument("--out", default="rtl_out", help="output folder (default rtl_out)")
     y.add_argument("--freq", type=float, default=100.0, help="clock target in MHz for place-and-route (default 100)")
     return p
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("hwgen")
+    except PackageNotFoundError:
+        return "(not installed)"
 
 
 def load_app(path: str):
@@ -204,11 +221,12 @@ def cmd_sim(args) -> int:
                     Loc(fn.__code__.co_filename, fn.__code__.co_firstlineno),
                 ) from None
         try:
-            r = k.verify(*inputs, waves=args.waves, dram=dram, seed=args.seed, target=args.target)
+            r = k.verify(*inputs, waves=args.waves, dram=dram, seed=args.seed, target=args.target, out_dir=args.out)
         except MismatchError as e:
             print(f"FAIL {k.name}: {e.message}")
             status = 1
             continue
+        report = _record(k, r, args, source)
         err = 100 * r.prediction_error
         netlist = f", {args.target} netlist" if args.target else ""
         print(
@@ -219,7 +237,38 @@ def cmd_sim(args) -> int:
         )
         if r.waves:
             print(f"  waves: {r.waves}")
+        if report:
+            print(f"  report: {report}")
     return status
+
+
+def _record(kernel, r, args, source: str) -> str | None:
+    """Write the simulated design's Verilog and report.json to OUT/<kernel>/ with the
+    measurement under 'simulation' (with --target, only into a report.json built there
+    before: the Verilog there is the design's, not the device netlist's); the report's path."""
+    from .build import add_to_report, write
+
+    entry = {
+        "cycles": r.cycles,
+        "predicted_cycles": r.predicted_cycles,
+        "roofline_cycles": r.roofline_cycles,
+        "inputs": source,
+        "dram": {"latency": args.latency, "jitter": args.jitter, "seed": args.seed},
+        **({"target": args.target} if args.target else {}),
+    }
+    try:
+        if args.target:
+            path = os.path.join(args.out, kernel.name, "report.json")
+            if not os.path.exists(path):
+                return None
+        else:
+            path = write(kernel, r.design, args.out).paths["report"]
+        add_to_report(path, "simulation", entry)
+    except (HwgenError, OSError) as e:  # the output folder is the command line's, not the app's
+        raise CliError(
+            f"cannot write the report to '{args.out}': {getattr(e, 'message', e)}", Loc("hwgen", 0)
+        ) from None
+    return path
 
 
 def _where(loc) -> str:

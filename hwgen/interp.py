@@ -83,6 +83,10 @@ class Evaluator:
                 found = self.collect(node.collect)[node.part]
             elif isinstance(node, ir.ShardOut):
                 found = self.shard_map(node.shard_map)[node.index]
+            elif isinstance(node, ir.Pipeline):
+                from .mesh.pipeline import run_pipeline
+
+                found = run_pipeline(node, self)
             elif isinstance(node, ir.Collective):
                 raise TypeError("interp: a collective is evaluated by its shard_map (mesh/spmd.py)")
             elif isinstance(node, ir.Concat):

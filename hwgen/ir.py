@@ -39,6 +39,11 @@ Mesh nodes (a kernel on a mesh of processing elements, PEs; see hwgen/mesh/):
                             | ppermute | all_to_all of the PE's `operand` (an array node, 0-d for
                             a scalar) over the PEs that differ only on mesh `axes` (major first)
     Param("%axis.<name>")   inside a body: the PE's int32 coordinate on mesh axis <name>
+    Pipeline(x, params, bodies, microbatches, axis, dtype, shape)
+                            hw.pipeline: `x` split along dimension 0 into `microbatches`
+                            equal parts, each passed through the stages in turn (stage k's
+                            `bodies[k]` reads its input as the Input `params[k]`), the parts'
+                            results joined along dimension 0 (golden model: mesh/pipeline.py)
 
 Both operands of a Binary already have the node's operand dtype (comparisons: the promoted
 dtype; shifts and arithmetic: the result dtype); the tracer inserts the Casts. Nodes compare
@@ -381,6 +386,20 @@ class ShardOut(ArrayNode):
     index: int
     dtype: DType
     shape: tuple
+
+
+@_node
+class Pipeline(ArrayNode):
+    """hw.pipeline (see the module docstring): one stage per PE along mesh `axis`."""
+
+    x: ArrayNode
+    params: tuple
+    bodies: tuple
+    microbatches: int
+    axis: str
+    dtype: DType
+    shape: tuple
+    loc: Loc | None = field(default=None, compare=False, repr=False)
 
 
 @_node

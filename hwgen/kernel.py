@@ -113,9 +113,10 @@ class Kernel:
             return simulate_mesh(self, args, dram=dram, seed=seed, monitor=monitor)
         return simulate(self, args, waves=waves, dram=dram, seed=seed, monitor=monitor, target=target)
 
-    def verify(self, *args, waves=False, dram=None, seed=None, target=None, runs=1):
+    def verify(self, *args, waves=False, dram=None, seed=None, target=None, runs=1, out_dir="rtl_out"):
         """Simulate and compare every output with the golden model (raises MismatchError).
-        `runs`: run the kernel that many times without a reset in between; the last is checked."""
+        `runs`: run the kernel that many times without a reset in between; the last is checked.
+        `waves=True` keeps the waveform as out_dir/<kernel>/<kernel>.vcd."""
         from .simulate import verify
 
         if self.mesh is not None:
@@ -123,7 +124,7 @@ class Kernel:
             from .mesh.simulate import verify as verify_mesh
 
             return verify_mesh(self, args, dram=dram, seed=seed)
-        return verify(self, args, waves=waves, dram=dram, seed=seed, target=target, runs=runs)
+        return verify(self, args, waves=waves, dram=dram, seed=seed, target=target, runs=runs, out_dir=out_dir)
 
     def synthesize(self, target="ecp5", device=None, out_dir="rtl_out", freq=100.0, dram=None) -> dict:
         """Build, then synthesize and place-and-route with Yosys and nextpnr (see synth.py);
@@ -138,6 +139,12 @@ class Kernel:
         from .mesh.show import show_shard_maps
 
         parts = [show(self.program), show_shard_maps(self.program)]
+        if self.mesh is not None:
+            from .mesh.pipeline_hw import is_pipeline
+            from .mesh.show import show_pipeline
+
+            if is_pipeline(self):
+                return "\n".join([parts[0], show_pipeline(self)])
         if self.mesh is not None and not parts[1]:  # a global-view program: its partition
             from .dram import DramConfig
             from .errors import HwgenError

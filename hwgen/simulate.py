@@ -306,10 +306,11 @@ def verify(
     seed=None,
     target: str | None = None,
     runs: int = 1,
+    out_dir="rtl_out",
 ) -> SimResult:
     loc = user_loc()
     expected = kernel(*args)
-    sim = simulate(kernel, args, waves=waves, dram=dram, seed=seed, target=target, runs=runs)
+    sim = simulate(kernel, args, waves=waves, dram=dram, seed=seed, target=target, runs=runs, out_dir=out_dir)
     want = expected if isinstance(expected, tuple) else (expected,)
     got = sim.outputs if isinstance(sim.outputs, tuple) else (sim.outputs,)
     for port, e, g in zip(kernel.results, want, got):

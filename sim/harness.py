@@ -232,14 +232,15 @@ def _registered(conns: list, ports: list) -> list:
     return out
 
 
-def mesh_tb_verilog(design) -> str:
-    """The Verilog test top for a mesh kernel (a `hwgen.mesh.hardware.MeshDesign`): the mesh
-    top and one DRAM model per PE (model k loads <DRAM_IN>.k and dumps <DRAM_OUT>.k)."""
+def mesh_tb_verilog(design, layout=None) -> str:
+    """The Verilog test top for a mesh kernel (a `hwgen.mesh.hardware.MeshDesign`, or a
+    pipeline's with its EntryLayout `layout`): the mesh top and one DRAM model per PE (model k
+    loads <DRAM_IN>.k and dumps <DRAM_OUT>.k)."""
     top = design.component
     cfg = design.dram
     words, wb, addr, tag = cfg.words_per_cycle, top.word_bits, cfg.addr_bits, top.tag_bits
     p = design.plan.p
-    layout = MeshLayout(design)
+    layout = layout or MeshLayout(design)
     ports = [
         "output reg clk",
         "input rst",
@@ -302,41 +303,20 @@ def mesh_tb_verilog(design) -> str:
     return "\n".join(lines)
 
 
-class MeshLayout(Layout):
-    """Every PE's DRAM layout (the same on every PE): the per-PE program's arrays (the kernel's
-    arguments; the operand each collective reads and the result it writes, `partial` and
-    `collective<k>`; the kernel's result), then each collective phase's result not among them.
-    Only the kernel's arguments are loaded; only its result is read back."""
+class EntryLayout(Layout):
+    """Every PE's DRAM layout (the same on every PE) from `entries`, (name, words, dtype, role)
+    with role "in" (loaded from the arguments), "out" (read back) or "scratch" (may be written),
+    placed as Layout places arrays."""
 
-    def __init__(self, design):
-        self.design = design
-        self.word_bits = design.component.word_bits
-        mp = design.plan
-        self.arrays = [d for d in design.program.drams if d.name not in mp.aliases]  # aliases lie in another
-        args = set(mp.in_specs)
-        names = [
-            (d.name, d.size, d.dtype, "in" if d.name in args else "out" if d.name == mp.result else "scratch")
-            for d in self.arrays
-        ]
-        if mp.aliases and all(e[0] != mp.result for e in names):  # the result is written by its parts
-            part = next(d for d in design.program.drams if d.name in mp.aliases)
-            names.append((mp.result, math.prod(mp.shape), part.dtype, "out"))
-        for r in mp.rings:  # each phase's result (phases may share one)
-            role = "out" if r.dst == mp.result else "scratch"
-            same = [k for k, e in enumerate(names) if e[0] == r.dst]
-            if same:
-                names[same[0]] = (r.dst, max(names[same[0]][1], r.dst_words), r.dtype, names[same[0]][3])
-            else:
-                names.append((r.dst, r.dst_words, r.dtype, role))
-        self.entries = names
-        self.regions = []
+    def __init__(self, entries: list, word_bits: int, addr_bits: int):
+        self.word_bits, self.entries, self.regions = word_bits, list(entries), []
         addr = ALIGN
-        for name, size, _, _ in names:
+        for name, size, _, _ in self.entries:
             self.regions.append(Region(name, addr, size))
             addr = -(-(addr + size + ALIGN) // ALIGN) * ALIGN
         self.end = addr
         self.depth_log2 = max(8, (addr - 1).bit_length())
-        if self.depth_log2 > design.dram.addr_bits:
+        if self.depth_log2 > addr_bits:
             raise ValueError("arrays do not fit the DRAM address width")
 
     def image(self, args: dict) -> np.ndarray:
@@ -361,3 +341,31 @@ class MeshLayout(Layout):
                 outs[name] = from_words(after[r.base : r.base + r.size], dtype)
         stray = np.nonzero((before != after) & ~allowed)[0]
         return outs, stray
+
+
+class MeshLayout(EntryLayout):
+    """Every PE's DRAM layout (the same on every PE): the per-PE program's arrays (the kernel's
+    arguments; the operand each collective reads and the result it writes, `partial` and
+    `collective<k>`; the kernel's result), then each collective phase's result not among them.
+    Only the kernel's arguments are loaded; only its result is read back."""
+
+    def __init__(self, design):
+        self.design = design
+        mp = design.plan
+        self.arrays = [d for d in design.program.drams if d.name not in mp.aliases]  # aliases lie in another
+        args = set(mp.in_specs)
+        names = [
+            (d.name, d.size, d.dtype, "in" if d.name in args else "out" if d.name == mp.result else "scratch")
+            for d in self.arrays
+        ]
+        if mp.aliases and all(e[0] != mp.result for e in names):  # the result is written by its parts
+            part = next(d for d in design.program.drams if d.name in mp.aliases)
+            names.append((mp.result, math.prod(mp.shape), part.dtype, "out"))
+        for r in mp.rings:  # each phase's result (phases may share one)
+            role = "out" if r.dst == mp.result else "scratch"
+            same = [k for k, e in enumerate(names) if e[0] == r.dst]
+            if same:
+                names[same[0]] = (r.dst, max(names[same[0]][1], r.dst_words), r.dtype, names[same[0]][3])
+            else:
+                names.append((r.dst, r.dst_words, r.dtype, role))
+        super().__init__(names, design.component.word_bits, design.dram.addr_bits)

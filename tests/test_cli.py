@@ -1,5 +1,6 @@
 """The command line: one-line errors with exit status 1, nothing half-written in the output."""
 
+import json
 import os
 import subprocess
 import sys
@@ -112,9 +113,16 @@ def test_show_ir(capsys, tmp_path):
 @pytest.mark.rtl
 def test_sim_with_random_inputs(capsys, tmp_path):
     path = write(tmp_path, "good.py", GOOD)
-    code, out, _ = run(["sim", path, "--seed", "3"], capsys)
+    out_dir = tmp_path / "out"
+    code, out, _ = run(["sim", path, "--seed", "3", "--out", str(out_dir)], capsys)
     assert code == 0
     assert out.startswith("PASS double (random inputs, seed 3): measured ")
+    report = json.loads((out_dir / "double" / "report.json").read_text())
+    measured = report["simulation"]
+    assert measured["cycles"] == measured["predicted_cycles"] == report["predicted_cycles"]
+    assert measured["inputs"] == "random inputs, seed 3" and measured["dram"] == {"latency": 20, "jitter": 0, "seed": 3}
+    assert f"  report: {out_dir / 'double' / 'report.json'}" in out
+    assert (out_dir / "double" / "double.v").exists()
 
 
 def test_console_script_prints_one_line(tmp_path):
@@ -132,6 +140,12 @@ def test_sim_writes_waves(capsys, tmp_path, monkeypatch):
     assert code == 0 and "waves: rtl_out/double/double.vcd" in out
     text = (tmp_path / "rtl_out" / "double" / "double.vcd").read_text()
     assert "$enddefinitions" in text and "start" in text
+    (tmp_path / "rtl_out" / "double" / "synth-ecp5").mkdir()  # as synthesis leaves it
+    code, out, _ = run(["build", path], capsys)  # a rebuild keeps the waves and synthesis results
+    assert code == 0
+    kept = sorted(p.name for p in (tmp_path / "rtl_out" / "double").iterdir())
+    assert kept == ["double.v", "double.vcd", "double.vlt", "report.json", "synth-ecp5"]
+    assert "simulation" not in json.loads((tmp_path / "rtl_out" / "double" / "report.json").read_text())
 
 
 def test_bad_latency_and_inputs(capsys, tmp_path):
@@ -210,3 +224,33 @@ def test_show_ir_of_a_mesh_kernel_lists_its_collective(capsys, tmp_path):
     assert code == 0
     assert "collective coll0 w -> collective0: all_gather along x" in out  # w is in DRAM: read where it is
     assert "collective coll1 partial1 -> collective1: reduce_scatter along x" in out
+
+
+def test_version_and_python_dash_m(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "hwgen", "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout == "hwgen 0.1.0\n"
+    proc = subprocess.run(
+        [sys.executable, "-m", "hwgen", "build", str(tmp_path / "missing.py")], capture_output=True, text=True
+    )
+    assert proc.returncode == 1 and proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1
+
+
+def test_sim_with_a_target_records_only_into_a_build_there(capsys, tmp_path, monkeypatch):
+    """--target simulates the device netlist: its measurement goes into an existing report.json
+    only (the Verilog there stays the design's)."""
+    from hwgen import simulate as sim_module
+
+    class Result:
+        cycles, predicted_cycles, roofline_cycles, prediction_error, roofline_efficiency = 7, 7, 5, 0.0, 0.7
+        build_seconds = sim_seconds = 0.0
+        waves = None
+
+    monkeypatch.setattr(sim_module, "verify", lambda *a, **k: Result())
+    path = write(tmp_path, "good.py", GOOD)
+    out_dir = tmp_path / "rtl"
+    code, out, _ = run(["sim", path, "--target", "ecp5", "--out", str(out_dir)], capsys)
+    assert code == 0 and "report:" not in out and not out_dir.exists()
+    assert run(["build", path, "--out", str(out_dir)], capsys)[0] == 0
+    code, out, _ = run(["sim", path, "--target", "ecp5", "--out", str(out_dir)], capsys)
+    report = json.loads((out_dir / "double" / "report.json").read_text())
+    assert code == 0 and report["simulation"]["target"] == "ecp5" and report["simulation"]["cycles"] == 7

@@ -154,3 +154,39 @@ def test_a_partitioned_collective_matmul_equals_jax():
     sim = mm.simulate(a, b)
     assert sim.design.report["collective_matmul"].startswith("collective matmul: ")
     np.testing.assert_array_equal(sim.outputs, np.asarray(f(a, b)))
+
+
+def test_pipeline_mlp_equals_a_jax_spmd_pipeline():
+    """patterns/mesh/pipeline_mlp.py against GPipe written in JAX: under jax.shard_map each
+    device holds its stage's layers, and for M + K - 1 steps computes its stage on what the
+    previous device sent (the first device: micro-batch t) and ppermutes the result on."""
+    jnp = pytest.importorskip("jax.numpy")
+    app, kernel = load("pipeline_mlp")
+    K, M = app.STAGES, app.MICROBATCHES
+    jmesh = JaxMesh(np.array(jax.devices()[:K]), ("stage",))
+    rows = app.BATCH // M
+
+    def stage_fn(w, xs):  # w: this device's layers; xs: every micro-batch
+        me = jax.lax.axis_index("stage")
+        state = jnp.zeros((rows, app.WIDTH), jnp.int8)
+        outs = jnp.zeros((M, rows, app.WIDTH), jnp.int8)
+        for t in range(M + K - 1):
+            h = jnp.where(me == 0, xs[min(t, M - 1)], state)
+            for layer in w:
+                acc = jnp.matmul(h.astype(jnp.int32), layer.astype(jnp.int32))
+                h = jnp.clip(acc >> app.SHIFT, 0, 127).astype(jnp.int8)
+            if t >= K - 1:
+                outs = outs.at[t - K + 1].set(h)
+            state = jax.lax.ppermute(h, "stage", [(k, k + 1) for k in range(K - 1)])
+        return outs[None]
+
+    f = jax.jit(
+        jax.shard_map(stage_fn, mesh=jmesh, in_specs=(JaxP("stage"), JaxP()), out_specs=JaxP("stage"), check_vma=False)
+    )
+    x, w = app.inputs(6)
+    want = np.asarray(f(w, x.reshape(M, rows, app.WIDTH)))[-1].reshape(app.BATCH, app.WIDTH)
+    assert want.any()
+    sim = kernel.simulate(x, w)
+    assert sim.outputs.dtype == want.dtype
+    np.testing.assert_array_equal(sim.outputs, want)
+    assert sim.cycles == sim.predicted_cycles

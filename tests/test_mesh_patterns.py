@@ -1,5 +1,5 @@
 """The mesh apps in patterns/mesh/ (one per collective, collective matmul, sharded gemms, a
-halo-exchange stencil, and a training step that uses three):
+halo-exchange stencil, a pipelined MLP, and a training step that uses three):
 the golden model equals each app's plain-numpy reference, and the hardware equals the golden
 model bit for bit, in the predicted cycles."""
 
@@ -27,6 +27,7 @@ def test_one_app_per_collective():
         "allreduce",
         "collective_matmul",
         "halo_stencil",
+        "pipeline_mlp",
         "ppermute",
         "reduce_scatter",
         "sharded_gemm",

@@ -50,6 +50,17 @@ def _broadcast(shapes: list, loc=None) -> tuple:
         ) from None
 
 
+def label(node) -> str:
+    """How messages name the array `node`."""
+    if not isinstance(node, ir.Input):
+        return "the array"
+    if node.name.startswith("%shard"):  # mesh/shard.py: %shard<number>.<argument>
+        return f"the local block of shard_map argument {node.name.split('.')[-1]}"
+    if node.name.startswith("%pipe"):  # mesh/pipeline.py: %pipe<number>.<stage>
+        return f"the micro-batch input of hw.pipeline stage {node.name.split('.')[-1]}"
+    return f"'{node.name}'"
+
+
 class ArrayVal(_Operators):
     """A traced array: `node` (Input or Map) backs it, or `elem_fn` computes elements lazily."""
 
@@ -69,11 +80,7 @@ class ArrayVal(_Operators):
     @property
     def label(self) -> str:
         """How messages name this array."""
-        if not isinstance(self.node, ir.Input):
-            return "the array"
-        if self.node.name.startswith("%shard"):  # mesh/shard.py: %shard<number>.<argument>
-            return f"the local block of shard_map argument {self.node.name.split('.')[-1]}"
-        return f"'{self.node.name}'"
+        return label(self.node)
 
     def __len__(self):
         return self.shape[0]
@@ -219,7 +226,7 @@ def read(src: ir.ArrayNode, idx: tuple) -> ir.Read:
         text = f"{src.name}[{', '.join(str(a) for a in affs)}]"
     for axis, (e, n) in enumerate(zip(idx, src.shape)):
         aff = to_affine(e)
-        name = f"'{src.name}'" if isinstance(src, ir.Input) else "the array"
+        name = label(src)
         if aff is None:
             raise TraceError(
                 f"subscript {axis} of {name} must be an affine expression of index variables "

@@ -7,6 +7,7 @@ UnsupportedError when built."""
 
 from .collectives import all_gather, all_to_all, axis_index, pmax, pmin, ppermute, psum, psum_scatter
 from .mesh import LinkConfig, Mesh, P
+from .pipeline import pipeline
 from .shard import shard_map, with_sharding_constraint
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "all_to_all",
     "axis_index",
     "pmax",
+    "pipeline",
     "pmin",
     "ppermute",
     "psum",

@@ -97,7 +97,13 @@ def _check_constraints(program, mesh) -> None:
 
 
 def check_program(program, mesh) -> None:
-    """Every shard_map of `program` runs on `mesh`; no body value leaks out of its body."""
+    """Every shard_map and pipeline of `program` runs on `mesh`; no body value leaks out of
+    its body."""
+    from .pipeline import check, check_leaks, pipelines
+
+    for node in pipelines([r.node for r in program.results]):
+        check(node, mesh, program.name)
+    check_leaks(program)
     for sm in shard_maps(program):
         if mesh is None:
             raise TraceError(

@@ -675,7 +675,10 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None, target=None)
     from ..model import mesh_link_bound, mesh_route_bound, predict_mesh
     from ..passes import compile
     from ..verilog import to_verilog
+    from . import pipeline_hw
 
+    if pipeline_hw.is_pipeline(kernel):  # stages on PEs of their own (hw.pipeline)
+        return pipeline_hw.elaborate(kernel, dram, what, show_ir, target)
     started = time.perf_counter()
     dram = dram or DramConfig()
     mp = plan(kernel, what, dram)

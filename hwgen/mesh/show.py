@@ -60,3 +60,22 @@ def _body(expr, names) -> str:
         return ir.rebuild(n, named)
 
     return _expr_str(named(expr))
+
+
+def show_pipeline(kernel) -> str:
+    """A pipeline kernel's stages (hw.pipeline): each stage's program for one micro-batch, as
+    its PE runs it (mesh/pipeline_hw.py), or why its hardware is not built."""
+    from ..dram import DramConfig
+    from ..errors import HwgenError
+    from ..graph import show
+    from .pipeline_hw import plan
+
+    try:
+        pp = plan(kernel, "show", DramConfig())
+    except HwgenError as e:
+        return f"pipeline not built: {e.message}"
+    lines = [f"pipeline of {len(pp.stages)} stages on {pp.mesh.describe()}, {pp.stages[0].microbatches} micro-batches:"]
+    for s, prog in zip(pp.stages, pp.programs):
+        lines.append(f"  stage {s.index} on PE {s.index}: {s.src} -> {s.dst} (one micro-batch)")
+        lines.append(show(prog))
+    return "\n".join(lines)

@@ -38,7 +38,12 @@ def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str 
     """`monitor`: PE 0's controller names (or True for all; a collective `coll<k>` by its
     phases) whose runs to record in `SimResult.timeline`, as lists of (go cycle, done cycle)."""
     from ..simulate import SimResult
+    from . import pipeline_hw
 
+    if pipeline_hw.is_pipeline(kernel):  # stages on PEs of their own (hw.pipeline)
+        from .pipeline_sim import simulate as simulate_pipeline
+
+        return simulate_pipeline(kernel, args, dram, seed, what, monitor)
     loc = user_loc()
     values = check_args(kernel.name, kernel.params, tuple(args))
     dram = dram or DramConfig()

@@ -1,5 +1,9 @@
 """Synthesis of a mesh kernel (hwgen/synth.py runs it): its resources by part.
 
+A pipeline kernel (hw.pipeline, mesh/pipeline_hw.py) has a module per stage: synthesis places
+and routes the whole mesh top (every stage, the links' wires between them) in the harness, and
+`parts` are the stage modules (`stage<k>`), each synthesized on its own; `mesh` is the whole.
+
 Every PE instantiates one PE module (`<kernel>_pe`), so the mesh is p copies of it plus a link
 wire module (`<kernel>_wire`: L flip-flop stages each way, no logic; `<kernel>_wire2`, 2L + 1
 stages, for the two-link hops of a mesh's zigzag rings) per link. Synthesis places
@@ -19,9 +23,21 @@ from pathlib import Path
 from ..hw.phases import axes_links
 
 
+def synth_top(design) -> tuple:
+    """(the module synthesis places and routes, its ports): a mesh's PE, a pipeline's mesh top."""
+    from ..hw.mesh_top import pe_ports, top_ports
+    from ..synth import ports_of
+
+    if hasattr(design, "components"):
+        return design.name, top_ports(pe_ports(design.component), design.plan.p)
+    return f"{design.name}_pe", ports_of(design.component)
+
+
 def part_modules(design) -> dict:
     """part -> the Verilog modules it is made of, in the mesh design `design`."""
     name = design.name
+    if hasattr(design, "components"):  # a pipeline
+        return {f"stage{k}": [f"{name}_s{k}"] for k in range(design.plan.p)}
     pe = f"{name}_pe.pe0"
     links = [n for pairs in axes_links(design.plan.rings).values() for pair in pairs for n in pair]
     return {
@@ -55,6 +71,10 @@ def parts(work: Path, design, target: str, spec: dict, run, tool, count) -> dict
     out = {}
     for part, ms in groups.items():
         out[part] = {r: sum(each[m][r] for m in ms) for r in ("luts", "ffs", "brams", "dsps")}
+    resources = ("luts", "ffs", "brams", "dsps")
+    if "pe" not in out:  # a pipeline: its stages
+        out["mesh"] = {r: sum(out[part][r] for part in groups) for r in resources}
+        return out
     out["program"] = {r: out["pe"][r] - out["collective"][r] - out["links"][r] for r in out["pe"]}
     out["mesh"] = {r: design.plan.p * out["pe"][r] for r in out["pe"]}
     return out
