@@ -1,6 +1,7 @@
-"""Mesh hardware for collectives of arrays of any rank, and all-to-alls over several axes:
-every collective built moves blocks along dimension 0, which in a row-major array are runs of
-words. Bit-exact with JAX (jax.shard_map on CPU devices) and plain numpy, cycles as predicted."""
+"""Mesh hardware for collectives of arrays of any rank, along any dimension, and all-to-alls
+over several axes: every collective built moves blocks along dimension 0, which in a row-major
+array are runs of words (other dimensions: between local transposes). Bit-exact with JAX
+(jax.shard_map on CPU devices) and plain numpy, cycles as predicted."""
 
 import os
 
@@ -105,25 +106,65 @@ def test_an_all_to_all_over_y_then_x_of_a_mesh_equals_jax():
     assert phases[0]["unit"] == "BlockCopy" and {ph["axis"] for ph in phases[1:]} == {"x", "y"}
 
 
-def test_collectives_along_other_dimensions_and_of_scalars_are_refused():
+def test_an_all_to_all_between_two_axes_is_refused():
     mesh = hw.Mesh((4,), ("x",), topology="ring")
 
-    def build(body):
-        @hw.kernel(mesh=mesh)
-        def k(a: hw.Array[int32, 16, 4]):
-            return hw.shard_map(body, mesh=mesh, in_specs=hw.P("x"), out_specs=hw.P("x"))(a)
+    @hw.kernel(mesh=mesh)
+    def k(a: hw.Array[int32, 16, 4]):
+        body = lambda b: hw.all_to_all(b, "x", 0, 1, tiled=True)  # noqa: E731
+        return hw.shard_map(body, mesh=mesh, in_specs=hw.P("x"), out_specs=hw.P("x"))(a)
 
-        with pytest.raises(hw.UnsupportedError) as e:
-            k.elaborate()
-        return e.value.message
+    with pytest.raises(hw.UnsupportedError) as e:
+        k.elaborate()
+    assert "hw.all_to_all must split and concatenate along one axis" in e.value.message
 
-    assert "hw.psum_scatter must scatter along dimension 0" in build(
-        lambda b: hw.psum_scatter(b, "x", scatter_dimension=1, tiled=True)
-    )
-    assert "hw.all_gather must gather along axis 0" in build(lambda b: hw.all_gather(b, "x", axis=1, tiled=True))
-    assert "hw.all_to_all must split and concatenate along axis 0" in build(
-        lambda b: hw.all_to_all(b, "x", 1, 1, tiled=True)
-    )
+
+OTHER_DIMS = {  # a collective along a dimension other than 0: hwgen's body, JAX's, the result's spec
+    "all_gather axis 1, tiled": (
+        lambda b: hw.all_gather(b * 3, "x", axis=1, tiled=True),
+        lambda lax, b: lax.all_gather(b * 3, "x", axis=1, tiled=True),
+    ),
+    "all_gather axis 1": (
+        lambda b: hw.all_gather(b + 1, "x", axis=1),
+        lambda lax, b: lax.all_gather(b + 1, "x", axis=1),
+    ),
+    "psum_scatter dimension 1, tiled": (
+        lambda b: hw.psum_scatter(b * 5, "x", scatter_dimension=1, tiled=True),
+        lambda lax, b: lax.psum_scatter(b * 5, "x", scatter_dimension=1, tiled=True),
+    ),
+    "psum_scatter dimension 1": (
+        lambda b: hw.psum_scatter(hw.map((4, 4, 2), lambda i, j, q: b[i, j * 2 + q]), "x", scatter_dimension=1),
+        lambda lax, b: lax.psum_scatter(b.reshape(4, 4, 2), "x", scatter_dimension=1),
+    ),
+    "all_to_all along axis 1": (
+        lambda b: hw.all_to_all(b - 7, "x", 1, 1, tiled=True),
+        lambda lax, b: lax.all_to_all(b - 7, "x", 1, 1, tiled=True),
+    ),
+}
+
+
+@pytest.mark.rtl
+@pytest.mark.parametrize("case", sorted(OTHER_DIMS))
+def test_collectives_along_other_dimensions_equal_jax(case):
+    """Built as the same collective along dimension 0 between local transposes (mesh/dim0.py)."""
+    body, jax_body = OTHER_DIMS[case]
+    mesh = hw.Mesh((4,), ("x",), topology="ring")
+
+    @hw.kernel(mesh=mesh, link=hw.LinkConfig(latency=4))
+    def k(a: hw.Array[int32, 16, 8]):
+        return hw.shard_map(body, mesh=mesh, in_specs=hw.P("x"), out_specs=hw.P("x"))(a)
+
+    a = wide(16, 8)
+
+    def jax_fn(b):
+        from jax import lax
+
+        return jax_body(lax, b)
+
+    want = jax_run(jax_fn, mesh, ("x",), ("x",), a)
+    sim = k.verify(a)
+    np.testing.assert_array_equal(sim.outputs, want)
+    assert sim.cycles == sim.predicted_cycles
 
 
 @pytest.mark.rtl

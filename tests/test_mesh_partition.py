@@ -281,9 +281,21 @@ def _result_sliced():
 def _gather_dimension_1():
     @hw.kernel(mesh=RING2, in_shardings=(hw.P(None, "x"),))
     def k(a: hw.Array[int32, 4, 8]):
-        return hw.map((4, 8), lambda i, j: a[i, 7 - j])  # L:dim1
+        return hw.map((4, 8), lambda i, j: a[i, 7 - j])
 
     return k
+
+
+@pytest.mark.rtl
+def test_an_argument_split_along_dimension_1_and_needed_whole_is_gathered_along_it():
+    """a's columns over x, read reversed along them: an all-gather along dimension 1 (built
+    between local transposes, mesh/dim0.py), then every PE computes the whole result."""
+    k = _gather_dimension_1()
+    a = np.arange(32, dtype=np.int32).reshape(4, 8) * 7 - 50
+    sim = k.verify(a)
+    np.testing.assert_array_equal(sim.outputs, a[:, ::-1])
+    assert sim.cycles == sim.predicted_cycles
+    assert [c["kind"] for c in sim.design.report["collectives"]] == ["all_gather"]
 
 
 def _to_one_value():
@@ -353,12 +365,6 @@ def _unmet_constraint():
             "the result is computed as replicated, which out_shardings hw.P('x') would slice (not built yet: "
             "give out_shardings hw.P(), as computed)",
             "sliced",
-        ),
-        (
-            _gather_dimension_1,
-            "the argument 'a' is split along dimension 1 over x and needed whole there; gathering a dimension "
-            "other than 0 is not built yet",
-            "dim1",
         ),
         (_to_one_value, "a reduction over split indices to a single value is not built yet", "one-value"),
         (_multifold, "hw.multifold is not partitioned yet", "multifold"),
@@ -550,3 +556,24 @@ def test_collective_matmul_chosen_by_the_partitioner_in_hardware():
         assert sim.cycles == sim.predicted_cycles
         cycles[mode] = sim.cycles
     assert cycles["auto"] < cycles[False]
+
+
+def test_a_square_gathered_matmul_follows_the_operand_split_as_its_result():
+    """a's rows and b's columns over x, c's columns over x, all arrays of one size: of the two
+    reads that vote, b's (split as c is) goes first, so c is computed by columns and a is
+    gathered (before, a's vote won and b had to be gathered along dimension 1: refused)."""
+    for mode, kinds in ((False, ["all_gather"]), (True, ["permute"] * 3)):
+
+        @hw.kernel(
+            mesh=RING4,
+            in_shardings=(hw.P("x", None), hw.P(None, "x")),
+            out_shardings=hw.P(None, "x"),
+            tile={"@i": 16, "@j": 16, "@k": 16},
+            collective_matmul=mode,
+        )
+        def square(a: hw.Array[int32, 64, 64], b: hw.Array[int32, 64, 64]):
+            return a @ b
+
+        report = square.elaborate().report
+        assert [c["kind"] for c in report["collectives"]] == kinds
+        assert report["in_specs"] == {"a": "P('x')", "b": "P(None, 'x')"}

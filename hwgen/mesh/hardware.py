@@ -42,6 +42,7 @@ from ..loops import Collective
 from ..timing import link_depth
 from .checks import shard_maps
 from .collectives import axis_param
+from .dim0 import along_dim0
 from .mesh import LinkConfig, unravel
 from .partition import partition
 from .spmd import body_nodes, collectives_in_order
@@ -104,6 +105,7 @@ class MeshPlan:
     aliases: dict = field(default_factory=dict)  # array -> (the array it lies in, its word offset per PE)
     choice: str = ""  # a global-view program's all-gather feeding a contraction: how it runs, and why
     partitioned: object = None  # a global-view program: the shard_map program it was partitioned into
+    compiled: tuple | None = field(default=None, compare=False)  # (passes.Compiled, predicted cycles): "auto"
 
     @property
     def p(self) -> int:
@@ -148,23 +150,26 @@ def plan(kernel, what: str, dram) -> MeshPlan:
     try:  # "auto": the ring form where it exists and builds, if the model finds it faster
         ring = partition(kernel, what, windowed=True)
         plans = [plain] + ([] if ring is None else [_plan(kernel, ring, what, dram)])
-        cycles = [_predicted(kernel, mp, dram) for mp in plans]
+        if len(plans) == 1:
+            return plain
+        plans = [_predicted(kernel, mp, dram) for mp in plans]
     except HwgenError:
         return plain
-    if len(plans) == 1:
-        return plain
+    cycles = [mp.compiled[1] for mp in plans]
     pick = int(cycles[1] < cycles[0])
     versus = f"{cycles[pick]} predicted cycles against {cycles[1 - pick]}"
     why = ("collective matmul: " if pick else "all-gather then matmul: ") + versus
     return replace(plans[pick], choice=why)
 
 
-def _predicted(kernel, mp, dram) -> int:
-    """The cycles the model predicts for plan `mp` (the link bound left out)."""
+def _predicted(kernel, mp, dram) -> MeshPlan:
+    """Plan `mp` with its program compiled and the cycles the model predicts for it (the link
+    bound left out) in `compiled`, which elaborate then reuses."""
     from ..model import predict_mesh
     from ..passes import compile
 
-    return predict_mesh(compile(mp.program, kernel.schedule, dram.words_per_cycle, False), dram, 0).cycles
+    compiled = compile(mp.program, kernel.schedule, dram.words_per_cycle, False)
+    return replace(mp, compiled=(compiled, predict_mesh(compiled, dram, 0).cycles))
 
 
 def _plan(kernel, prog, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusal per unsupported form)
@@ -236,9 +241,11 @@ def _plan(kernel, prog, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusa
                 "run-time checks (a group-by's max_keys, a multifold subscript from data) are not built on meshes",
                 sub.loc,
             )
+    extents = dict(prog.extents)
+    out = along_dim0(out, extents)  # collectives along other dimensions, between local transposes
     colls = collectives_in_order([out])
     joined = list(dict.fromkeys(ir.Concat.used([out])))  # hw.concatenate results the body reads
-    plans, results, extents, aliases = [], [], dict(prog.extents), {}
+    plans, results, aliases = [], [], {}
 
     def local(value, where):
         """`value` over the kernel's arrays and the collectives' results so far, as a per-PE
@@ -346,13 +353,10 @@ def _collective(coll, mesh, link, dram, arrays: tuple, refuse, what: str, name: 
         refuse(f"the operand of {coll.kind} must be an array, not a scalar", coll.loc)
     kind, op = OPS[coll.kind]
     # every form built moves blocks along dimension 0: of a row-major array, whole runs of words
-    if kind == "all_gather" and coll.param("axis") != 0:
-        refuse("hw.all_gather must gather along axis 0", coll.loc)
-    if kind == "reduce_scatter" and coll.param("dim") != 0:
-        refuse("hw.psum_scatter must scatter along dimension 0", coll.loc)
+    # (dim0.py has rewritten the others, but an all-to-all between two axes)
     perm = coll.param("perm") if kind == "permute" else ()
     if kind == "all_to_all" and (coll.param("split"), coll.param("concat")) != (0, 0):
-        refuse("hw.all_to_all must split and concatenate along axis 0", coll.loc)
+        refuse("hw.all_to_all must split and concatenate along one axis", coll.loc)
     p = math.prod(mesh.shape[a] for a in axes)  # the group's PEs
     if kind == "all_to_all":
         perm = tuple((s, (s + k) % p) for k in range(p) for s in range(p))
@@ -673,7 +677,7 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None, target=None)
     from ..hw.mesh_top import mesh_top_verilog, pe_ports
     from ..hw.top import Top
     from ..model import mesh_link_bound, mesh_route_bound, predict_mesh
-    from ..passes import compile
+    from ..passes import compile, show_ir_wanted
     from ..verilog import to_verilog
     from . import pipeline_hw
 
@@ -682,7 +686,10 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None, target=None)
     started = time.perf_counter()
     dram = dram or DramConfig()
     mp = plan(kernel, what, dram)
-    compiled = compile(mp.program, kernel.schedule, dram.words_per_cycle, show_ir)
+    if mp.compiled and not show_ir_wanted(show_ir):  # compiled already, to choose the plan
+        compiled = mp.compiled[0]
+    else:
+        compiled = compile(mp.program, kernel.schedule, dram.words_per_cycle, show_ir)
     name = kernel.name
     link = kernel.link or LinkConfig()
     bits = mp.rings[0].dtype.bits if mp.rings else 32  # the links' words (none without ring phases)

@@ -12,9 +12,10 @@ result is a ShardOut of a ShardMap that mesh/hardware.py builds like a user's sh
 argument its `in_shardings` entry (default replicated), a map the axes of its indices. Maps
 are taken producers first, each deciding its own indices (maps may share index names):
 each index of a map and of the top-level reductions in its body takes the axes that votes
-give it: first the reads, those of larger arrays first (a read `x[..., n, ...]` whose
-subscript d is the index n votes n <- x's axes of dimension d), then the result's
-`out_shardings`, then (in a second round) the maps that read this one. An index takes the
+give it: first the reads, those of larger arrays first and, of equal sizes, those that vote
+as the result's `out_shardings` do (a read `x[..., n, ...]` whose subscript d is the index n
+votes n <- x's axes of dimension d), then the result's `out_shardings`, then (in a second
+round) the maps that read this one. An index takes the
 first vote whose axes no other index of the map holds and whose group divides its extent.
 Only indices used as nothing but the plain subscript of an array dimension of their extent
 (once per read) may be split (as a value, in an affine subscript or over part of a dimension
@@ -36,10 +37,10 @@ split index renamed `<name>.n<extent>`: the schedule still names it):
   axes is computed for every value of that index (whole in its body) and reduce-scattered
   along it instead (`_scatters`: GSPMD's partial result and reduce-scatter).
 The result is reduce-scattered (a psum whose dimension 0 `out_shardings` splits over its
-axes) or gathered where `out_shardings` splits it less than computed. Anything else (moving
-an array between splits, gathering a dimension other than 0, a split reduction to a single
-value, multifolds, group-bys, filters and flatmaps, collectives) raises UnsupportedError with
-the user's line.
+axes) or gathered where `out_shardings` splits it less than computed (a gather along a
+dimension other than 0 is built between local transposes: dim0.py). Anything else (moving an
+array between splits, a split reduction to a single value, multifolds, group-bys, filters
+and flatmaps, collectives) raises UnsupportedError with the user's line.
 
 `kernel.show_ir()` (and `--show-ir`) prints the partitioned shard_map; report.json gives the
 placements (`in_specs`, `out_spec`) and the collectives.
@@ -171,15 +172,17 @@ class _Partition:
         if fixed:
             votes = [(d.name, a) for d, a in zip(m.dims, fixed[0]) if a]
         else:
-            for r in sorted(_reads(m.body), key=lambda r: -math.prod(r.src.shape)):
-                spec = self.specs[_key(r.src)]
-                for sub, a in zip(r.idx, spec):
-                    if a and isinstance(sub, ir.Index):
-                        votes.append((sub.name, a))
+            wanted = []  # the result's out_shardings: index -> axes
             if m is self.result.node and self.kernel.out_shardings is not None:
                 out = _entries(self.kernel.out_shardings, len(m.dims))
-                votes += [(d.name, a) for d, a in zip(m.dims, out) if a]
-            votes += consumers
+                wanted = [(d.name, a) for d, a in zip(m.dims, out) if a]
+            reads = []  # (the array's size, whether it votes as out_shardings does, its votes)
+            for r in _reads(m.body):
+                spec = self.specs[_key(r.src)]
+                mine = [(sub.name, a) for sub, a in zip(r.idx, spec) if a and isinstance(sub, ir.Index)]
+                reads.append((-math.prod(r.src.shape), not set(mine) & set(wanted), mine))
+            reads.sort(key=lambda e: e[:2])  # larger arrays first; of equal sizes, the result's way
+            votes = [v for _, _, mine in reads for v in mine] + wanted + consumers
         axes, used = self.axes.setdefault(m, {}), set()
         for name, a in votes:
             if name not in nest or name in axes or used & set(a) or nest[name] % _size(a, self.mesh):
@@ -425,14 +428,9 @@ class _Partition:
         return node, spec
 
     def _gather(self, node, spec: tuple, needs: tuple, loc, what: str):
-        """`node` (split by `spec`) all-gathered along every dimension `needs` splits less."""
+        """`node` (split by `spec`) all-gathered along every dimension `needs` splits less
+        (along a dimension other than 0, built between local transposes: dim0.py)."""
         for d, (s, n) in enumerate(zip(spec, needs)):
-            if s and s != n and d:
-                self.refuse(
-                    f"{what} is split along dimension {d} over {', '.join(s)} and needed whole there; "
-                    f"gathering a dimension other than 0 is not built yet",
-                    loc,
-                )
             if s and s != n:
                 shape = list(node.shape)
                 shape[d] *= _size(s, self.mesh)
