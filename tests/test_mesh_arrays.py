@@ -106,19 +106,6 @@ def test_an_all_to_all_over_y_then_x_of_a_mesh_equals_jax():
     assert phases[0]["unit"] == "BlockCopy" and {ph["axis"] for ph in phases[1:]} == {"x", "y"}
 
 
-def test_an_all_to_all_between_two_axes_is_refused():
-    mesh = hw.Mesh((4,), ("x",), topology="ring")
-
-    @hw.kernel(mesh=mesh)
-    def k(a: hw.Array[int32, 16, 4]):
-        body = lambda b: hw.all_to_all(b, "x", 0, 1, tiled=True)  # noqa: E731
-        return hw.shard_map(body, mesh=mesh, in_specs=hw.P("x"), out_specs=hw.P("x"))(a)
-
-    with pytest.raises(hw.UnsupportedError) as e:
-        k.elaborate()
-    assert "hw.all_to_all must split and concatenate along one axis" in e.value.message
-
-
 OTHER_DIMS = {  # a collective along a dimension other than 0: hwgen's body, JAX's, the result's spec
     "all_gather axis 1, tiled": (
         lambda b: hw.all_gather(b * 3, "x", axis=1, tiled=True),
@@ -140,7 +127,23 @@ OTHER_DIMS = {  # a collective along a dimension other than 0: hwgen's body, JAX
         lambda b: hw.all_to_all(b - 7, "x", 1, 1, tiled=True),
         lambda lax, b: lax.all_to_all(b - 7, "x", 1, 1, tiled=True),
     ),
+    "all_to_all from axis 0 to 1": (
+        lambda b: hw.all_to_all(b - 7, "x", 0, 1, tiled=True),
+        lambda lax, b: lax.all_to_all(b - 7, "x", 0, 1, tiled=True),
+    ),
+    "all_to_all from axis 1 to 0, then a map": (
+        lambda b: _twice(hw.all_to_all(b * 3, "x", 1, 0, tiled=True)),
+        lambda lax, b: lax.all_to_all(b * 3, "x", 1, 0, tiled=True) * 2 + 1,
+    ),
+    "all_to_all from axis 0 to 1, untiled": (
+        lambda b: hw.all_to_all(b + 1, "x", 0, 1),
+        lambda lax, b: lax.all_to_all(b + 1, "x", 0, 1),
+    ),
 }
+
+
+def _twice(y):
+    return hw.map(y.shape, lambda i, j: y[i, j] * 2 + 1)
 
 
 @pytest.mark.rtl

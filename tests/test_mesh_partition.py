@@ -577,3 +577,22 @@ def test_a_square_gathered_matmul_follows_the_operand_split_as_its_result():
         report = square.elaborate().report
         assert [c["kind"] for c in report["collectives"]] == kinds
         assert report["in_specs"] == {"a": "P('x')", "b": "P(None, 'x')"}
+
+
+@pytest.mark.rtl
+def test_a_result_computed_by_rows_and_wanted_by_columns_moves_by_an_all_to_all():
+    """GSPMD's resharding: c is computed split like a (rows over x); out_shardings wants its
+    columns over x, so an all-to-all (split along 1, concatenated along 0) moves the blocks."""
+
+    @hw.kernel(mesh=RING4, in_shardings=(hw.P("x", None),), out_shardings=hw.P(None, "x"), tile={"i": 4, "j": 16})
+    def reshard(a: hw.Array[int32, 16, 16]):
+        return hw.map((16, 16), lambda i, j: a[i, j] * 3 + 1)
+
+    a = wide(16, 16)
+    with np.errstate(over="ignore"):
+        want = a * 3 + 1
+    sim = reshard.verify(a)
+    np.testing.assert_array_equal(sim.outputs, want)
+    assert sim.cycles == sim.predicted_cycles
+    assert [c["kind"] for c in sim.design.report["collectives"]] == ["all_to_all"]
+    assert sim.design.report["out_spec"] == "P(None, 'x')"

@@ -13,14 +13,17 @@ along one axis s != 0 becomes
     all_to_all             moveaxis(all_to_all(moveaxis(x, s, 0), 0, 0), 0, s)
 
 each moveaxis a Map (a copy with its indices permuted, numpy's moveaxis) whose index names,
-`%dim0_<k>_<d>`, are added to `extents`. The results are those of the original collective
-(the golden model evaluates the original). An all_to_all splitting and concatenating along
-different axes is left as it is (and refused by the hardware).
+`%dim0_<k>_<d>`, are added to `extents`. An all_to_all splitting along s and concatenating
+along c != s becomes all_to_all(moveaxis(x, s, 0), 0, 0), then, untiled, moveaxis(., 0, c),
+and tiled, the concatenation along c of its p received blocks (block q: rows q*B .. q*B+B-1,
+B = x.shape[s] / p), each a Map. The results are those of the original collective (the
+golden model evaluates the original).
 """
 
 from __future__ import annotations
 
 from .. import ir
+from ..lang.dtypes import int64
 
 
 def along_dim0(out: ir.ArrayNode, extents: dict) -> ir.ArrayNode:
@@ -50,7 +53,9 @@ def along_dim0(out: ir.ArrayNode, extents: dict) -> ir.ArrayNode:
         elif kind == "psum_scatter" and params["dim"]:
             a = params["dim"]
             operand = moveaxis(x, a, 0)
-        elif kind == "all_to_all" and params["split"] and params["split"] == params["concat"]:
+        elif kind == "all_to_all" and params["split"] != params["concat"]:
+            return between_axes(node, x, params["split"], params["concat"], params["tiled"])
+        elif kind == "all_to_all" and params["split"]:
             a = params["split"]
             operand = moveaxis(x, a, 0)
         else:
@@ -62,5 +67,27 @@ def along_dim0(out: ir.ArrayNode, extents: dict) -> ir.ArrayNode:
             shape.insert(0, shape.pop(a))
         coll = ir.Collective(kind, node.axes, tuple(sorted(zeroed.items())), operand, tuple(shape), loc=node.loc)
         return moveaxis(coll, 0, a) if moved_back else coll
+
+    def between_axes(node, x, split: int, concat: int, tiled: bool):
+        """An all_to_all splitting along `split` and concatenating along `concat`: along
+        dimension 0 of x with `split` moved first; untiled, the received blocks moved to
+        `concat`; tiled, part q of the result along `concat` is the q-th received block."""
+        moved = moveaxis(x, split, 0)
+        params = (("concat", 0), ("split", 0), ("tiled", tiled))
+        coll = ir.Collective("all_to_all", node.axes, params, moved, moved.shape, loc=node.loc)
+        if not tiled:
+            return moveaxis(coll, 0, concat)
+        block, width = node.shape[split], x.shape[concat]  # a received block's rows; c's part
+        parts = []
+        for q in range(moved.shape[0] // block):
+            shape = list(node.shape)
+            shape[concat] = width
+            dims = tuple(ir.Dim(f"%dim0_{count[0]}_{k}", e) for k, e in enumerate(shape))
+            count[0] += 1
+            extents.update((d.name, d.extent) for d in dims)
+            rows = ir.Binary("add", ir.Index(dims[split].name), ir.Const(q * block, int64), int64)
+            rest = tuple(ir.Index(d.name) for k, d in enumerate(dims) if k != split)
+            parts.append(ir.Map(dims, ir.Read(coll, (rows,) + rest)))
+        return ir.Concat(tuple(parts), concat, loc=node.loc)
 
     return ir.transform(out, rewrite)

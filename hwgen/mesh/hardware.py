@@ -353,10 +353,8 @@ def _collective(coll, mesh, link, dram, arrays: tuple, refuse, what: str, name: 
         refuse(f"the operand of {coll.kind} must be an array, not a scalar", coll.loc)
     kind, op = OPS[coll.kind]
     # every form built moves blocks along dimension 0: of a row-major array, whole runs of words
-    # (dim0.py has rewritten the others, but an all-to-all between two axes)
+    # (dim0.py has rewritten the others)
     perm = coll.param("perm") if kind == "permute" else ()
-    if kind == "all_to_all" and (coll.param("split"), coll.param("concat")) != (0, 0):
-        refuse("hw.all_to_all must split and concatenate along one axis", coll.loc)
     p = math.prod(mesh.shape[a] for a in axes)  # the group's PEs
     if kind == "all_to_all":
         perm = tuple((s, (s + k) % p) for k in range(p) for s in range(p))

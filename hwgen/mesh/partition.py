@@ -37,7 +37,8 @@ split index renamed `<name>.n<extent>`: the schedule still names it):
   axes is computed for every value of that index (whole in its body) and reduce-scattered
   along it instead (`_scatters`: GSPMD's partial result and reduce-scatter).
 The result is reduce-scattered (a psum whose dimension 0 `out_shardings` splits over its
-axes) or gathered where `out_shardings` splits it less than computed (a gather along a
+axes), moved by an all-to-all (computed split along d over axes A, wanted split along e over
+A), or gathered where `out_shardings` splits it less than computed (a collective along a
 dimension other than 0 is built between local transposes: dim0.py). Anything else (moving an
 array between splits, a split reduction to a single value, multifolds, group-bys, filters
 and flatmaps, collectives) raises UnsupportedError with the user's line.
@@ -293,6 +294,7 @@ class _Partition:
         if self.kernel.out_shardings is not None:
             out = _entries(self.kernel.out_shardings, len(spec))
             node, spec = self._scatter(node, spec, out)
+            node, spec = self._move(node, spec, out)
             if any(a and a != s for a, s in zip(out, spec)):
                 self.refuse(
                     f"the result is computed as {_show(spec)}, which out_shardings {_show(out)} would "
@@ -426,6 +428,26 @@ class _Partition:
                 node = ir.Collective("psum_scatter", out[0], params, node.operand, shape, loc=node.loc)
                 return node, (out[0],) + spec[1:]
         return node, spec
+
+    def _move(self, node, spec: tuple, out: tuple) -> tuple:
+        """The result (node, spec) moved by an all-to-all when `out` splits another dimension
+        by the axes it is split by along one (GSPMD's resharding: split along d over A, wanted
+        along e over A: all_to_all(A, split=e, concat=d)); else as it is."""
+        diff = [d for d, (s, o) in enumerate(zip(spec, out)) if s != o]
+        if len(diff) != 2:
+            return node, spec
+        d, e = diff if spec[diff[0]] else diff[::-1]
+        if not spec[d] or spec[e] or out[d] or out[e] != spec[d]:
+            return node, spec
+        axes = spec[d]
+        if node.shape[e] % _size(axes, self.mesh):
+            return node, spec
+        shape = list(node.shape)
+        shape[e] //= _size(axes, self.mesh)
+        shape[d] *= _size(axes, self.mesh)
+        params = (("concat", d), ("split", e), ("tiled", True))
+        node = ir.Collective("all_to_all", axes, params, node, tuple(shape), loc=self.result.node.loc)
+        return node, tuple(out)
 
     def _gather(self, node, spec: tuple, needs: tuple, loc, what: str):
         """`node` (split by `spec`) all-gathered along every dimension `needs` splits less
