@@ -596,3 +596,22 @@ def test_a_result_computed_by_rows_and_wanted_by_columns_moves_by_an_all_to_all(
     assert sim.cycles == sim.predicted_cycles
     assert [c["kind"] for c in sim.design.report["collectives"]] == ["all_to_all"]
     assert sim.design.report["out_spec"] == "P(None, 'x')"
+
+
+def test_only_the_votes_that_agree_with_out_shardings_go_first():
+    """b (as large as a) votes k <- x and j <- y; only j <- y agrees with out_shardings, so
+    only it goes before a's i <- x: c is computed by rows over x and columns over y, a and b
+    gathered along dimension 0 (b's k <- x going first too would leave a unreadable)."""
+
+    @hw.kernel(
+        mesh=MESH,
+        in_shardings=(hw.P("x", None), hw.P("x", "y")),
+        out_shardings=hw.P(None, "y"),
+        collective_matmul=False,
+        tile={"@i": 8, "@j": 8, "@k": 8},
+    )
+    def k(a: hw.Array[int32, 16, 16], b: hw.Array[int32, 16, 16]):
+        return a @ b
+
+    report = k.elaborate().report
+    assert [(c["kind"], c["axes"]) for c in report["collectives"]] == [("all_gather", ["x"]), ("all_gather", ["x"])]

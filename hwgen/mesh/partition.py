@@ -12,10 +12,10 @@ result is a ShardOut of a ShardMap that mesh/hardware.py builds like a user's sh
 argument its `in_shardings` entry (default replicated), a map the axes of its indices. Maps
 are taken producers first, each deciding its own indices (maps may share index names):
 each index of a map and of the top-level reductions in its body takes the axes that votes
-give it: first the reads, those of larger arrays first and, of equal sizes, those that vote
-as the result's `out_shardings` do (a read `x[..., n, ...]` whose subscript d is the index n
-votes n <- x's axes of dimension d), then the result's `out_shardings`, then (in a second
-round) the maps that read this one. An index takes the
+give it: first the reads, those of larger arrays first and, among reads of equal sizes, the
+votes that agree with the result's `out_shardings` first (a read `x[..., n, ...]` whose
+subscript d is the index n votes n <- x's axes of dimension d), then the result's
+`out_shardings`, then (in a second round) the maps that read this one. An index takes the
 first vote whose axes no other index of the map holds and whose group divides its extent.
 Only indices used as nothing but the plain subscript of an array dimension of their extent
 (once per read) may be split (as a value, in an affine subscript or over part of a dimension
@@ -177,13 +177,15 @@ class _Partition:
             if m is self.result.node and self.kernel.out_shardings is not None:
                 out = _entries(self.kernel.out_shardings, len(m.dims))
                 wanted = [(d.name, a) for d, a in zip(m.dims, out) if a]
-            reads = []  # (the array's size, whether it votes as out_shardings does, its votes)
+            tiers = {}  # the reads' votes by their array's size
             for r in _reads(m.body):
                 spec = self.specs[_key(r.src)]
                 mine = [(sub.name, a) for sub, a in zip(r.idx, spec) if a and isinstance(sub, ir.Index)]
-                reads.append((-math.prod(r.src.shape), not set(mine) & set(wanted), mine))
-            reads.sort(key=lambda e: e[:2])  # larger arrays first; of equal sizes, the result's way
-            votes = [v for _, _, mine in reads for v in mine] + wanted + consumers
+                tiers.setdefault(math.prod(r.src.shape), []).extend(mine)
+            for size in sorted(tiers, reverse=True):  # larger arrays first; of equal sizes, the
+                tier = tiers[size]  # votes that agree with out_shardings first
+                votes += [v for v in tier if v in wanted] + [v for v in tier if v not in wanted]
+            votes += wanted + consumers
         axes, used = self.axes.setdefault(m, {}), set()
         for name, a in votes:
             if name not in nest or name in axes or used & set(a) or nest[name] % _size(a, self.mesh):
