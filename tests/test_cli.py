@@ -254,3 +254,22 @@ def test_sim_with_a_target_records_only_into_a_build_there(capsys, tmp_path, mon
     code, out, _ = run(["sim", path, "--target", "ecp5", "--out", str(out_dir)], capsys)
     report = json.loads((out_dir / "double" / "report.json").read_text())
     assert code == 0 and report["simulation"]["target"] == "ecp5" and report["simulation"]["cycles"] == 7
+
+
+def test_sim_into_an_output_folder_that_cannot_be_written_is_one_error_line(capsys, tmp_path, monkeypatch):
+    from hwgen import simulate as sim_module
+
+    class Result:
+        cycles, predicted_cycles, roofline_cycles, prediction_error, roofline_efficiency = 7, 7, 5, 0.0, 0.7
+        build_seconds = sim_seconds = 0.0
+        waves = None
+        design = None
+
+    monkeypatch.setattr(sim_module, "verify", lambda *a, **k: Result())
+    path = write(tmp_path, "good.py", GOOD)
+    blocked = tmp_path / "taken"
+    blocked.write_text("a file, not a folder")
+    code, _, err = run(["sim", path, "--out", str(blocked)], capsys)
+    assert code == 1
+    assert err.startswith(f"error: cannot write the report to '{blocked}': cannot write the output folder")
+    assert err.count("\n") == 1

@@ -504,3 +504,32 @@ def test_messages_name_a_stage_s_input_by_its_stage():
     err = _pipeline_error(build)
     assert err.line == markers.line_of(HERE, "shift")
     assert err.message.startswith("subscript 0 of the micro-batch input of hw.pipeline stage 1, n + 1, ranges over")
+
+
+def test_hardware_refuses_an_axis_name_that_is_no_identifier_a_fixed_point_result_and_run_time_checks():
+    mesh = hw.Mesh((2,), ("r-1",), topology="ring")
+
+    @hw.kernel(mesh=mesh)
+    def k(x: hw.Array[int32, 8, 4]) -> hw.Array[int32, 8, 4]:
+        return hw.pipeline([lambda h: h] * 2, x, axis="r-1", microbatches=2)  # L:name
+
+    _refused(k, "the axis name 'r-1' must be a plain identifier (it names Verilog ports)", "name", "2 ring (r-1)")
+
+    @hw.kernel(mesh=RING2)
+    def k(x: hw.Array[int32, 8, 4]):
+        fx = lambda h: hw.map(h.shape, lambda n, c: h[n, c].astype(hw.fixed(16, 0)))  # noqa: E731
+        return hw.pipeline([lambda h: h, fx], x, axis="stage", microbatches=2)  # L:fixed
+
+    _refused(k, "fixed-point results are not built yet", "fixed")
+
+    @hw.kernel(mesh=RING2)
+    def k(x: hw.Array[int32, 8, 4]) -> hw.Array[int32, 8]:
+        count = lambda h: hw.multifold(4, hw.zeros(4, int32), lambda i: (h[i, 0], 1))  # noqa: E731  # L:checked
+        return hw.pipeline([lambda h: h, count], x, axis="stage", microbatches=2)
+
+    with pytest.raises(UnsupportedError) as e:
+        k.elaborate()
+    assert "run-time checks (a group-by's max_keys, a multifold subscript from data) are not built in pipelines" in (
+        e.value.message
+    )
+    assert e.value.line == markers.line_of(HERE, "checked")
