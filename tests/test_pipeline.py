@@ -533,3 +533,13 @@ def test_hardware_refuses_an_axis_name_that_is_no_identifier_a_fixed_point_resul
         e.value.message
     )
     assert e.value.line == markers.line_of(HERE, "checked")
+
+
+@pytest.mark.rtl
+def test_a_dram_that_stops_answering_is_a_hang_naming_the_stage_pes(monkeypatch):
+    monkeypatch.setenv("HWGEN_DRAM_STALL_AFTER", "20")
+    app, kernel = load("pipeline_mlp")
+    with pytest.raises(hw.SimulationError) as e:
+        kernel.simulate(*app.inputs(0))
+    assert e.value.message.startswith("kernel 'pipeline_mlp' did not finish within")
+    assert e.value.message.endswith("the pipeline hangs; stage PE(s) 0, 1, 2, 3 of 4 not done")
