@@ -25,9 +25,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import loops
+from .core_file import core_file
 from .dram import DramConfig, word_bits
 from .errors import HwgenError, LanesWarning
-from .hw import device
+from .hw import axi_regs, device
+from .hw.axi_top import AxiTop
 from .hw.top import Top
 from .model import predict
 from .passes import Compiled, compile, log_step, show_ir_wanted
@@ -57,10 +59,22 @@ class Design:
 
     @property
     def flags(self) -> list:
-        """The run-time fault outputs: `overflow_<g>` per group-by, `range_<m>` per multifold
-        accumulator written at subscripts from data (each valid while done)."""
-        prog = self.program
-        return [f"overflow_{g.name}" for g in prog.groups] + [f"range_{m.name}" for m in loops.checked_mems(prog)]
+        return flag_ports(self.program)
+
+    @property
+    def module(self) -> str:
+        return top_module(self)
+
+
+def top_module(design) -> str:
+    """A built design's Verilog top module: the kernel's name, with `_axi` when wrapped in AXI."""
+    return design.report.get("axi", {}).get("module", design.name)
+
+
+def flag_ports(prog: loops.LoopProgram) -> list:
+    """The run-time fault outputs: `overflow_<g>` per group-by, `range_<m>` per multifold
+    accumulator written at subscripts from data (each valid while done)."""
+    return [f"overflow_{g.name}" for g in prog.groups] + [f"range_{m.name}" for m in loops.checked_mems(prog)]
 
 
 def compile_kernel(kernel, dram: DramConfig | None = None, show_ir: bool | None = None) -> Compiled:
@@ -79,9 +93,13 @@ def loop_program(kernel) -> loops.LoopProgram:
     return compile_kernel(kernel).program
 
 
-def elaborate(kernel, dram: DramConfig | None = None, target: str | None = None, show_ir: bool | None = None) -> Design:
+def elaborate(
+    kernel, dram: DramConfig | None = None, target: str | None = None, show_ir: bool | None = None, wrap=None
+) -> Design:
     """`target` ("ecp5") builds multipliers and block RAMs as that device's primitives (for
-    synthesis; see hw/device.py); None builds the generic design that simulates anywhere."""
+    synthesis; see hw/device.py); None builds the generic design that simulates anywhere.
+    `wrap="axi"` puts the kernel behind an AXI4 master and an AXI4-Lite slave (hw/axi_top.py)."""
+    check_wrap(wrap)
     dram = dram or DramConfig()
     started = time.perf_counter()
     compiled = compile_kernel(kernel, dram, show_ir)
@@ -89,8 +107,11 @@ def elaborate(kernel, dram: DramConfig | None = None, target: str | None = None,
     try:
         with device.primitives(target):
             t = time.perf_counter()
-            top = Top(compiled, dram)
-            text = to_verilog(top, kernel.name)
+            if wrap == "axi":
+                top = AxiTop(compiled, dram, flag_ports(compiled.program))
+            else:
+                top = Top(compiled, dram)
+            text = to_verilog(top, f"{kernel.name}_axi" if wrap else kernel.name)
             seconds = time.perf_counter() - t
     except HwgenError as e:
         if e.loc is None:
@@ -101,7 +122,30 @@ def elaborate(kernel, dram: DramConfig | None = None, target: str | None = None,
         log_step("hardware and verilog", seconds, f"  {len(text) // 1024} KB of Verilog")
     elapsed = time.perf_counter() - started
     report = make_report(kernel, dram, compiled, word_bits(d.dtype for d in compiled.program.drams), elapsed)
+    if wrap == "axi":
+        report["axi"] = axi_report(kernel.name, top)
     return Design(kernel, dram, compiled, top, text, report)
+
+
+WRAPS = ("axi",)
+
+
+def check_wrap(wrap) -> None:
+    if wrap is not None and wrap not in WRAPS:
+        raise HwgenError(f"unknown wrap {wrap!r}; expected one of {', '.join(map(repr, WRAPS))} or None (no wrapper)")
+
+
+def axi_report(name: str, top) -> dict:
+    """report.json's `axi` entry: the ports' widths and the control registers."""
+    return {
+        "module": f"{name}_axi",
+        "data_bits": top.data_bits,
+        "addr_bits": top.addr_bits,
+        "word_bytes": top.word_bytes,
+        "control_addr_bits": top.lite_bits,
+        "registers": axi_regs.describe(top.regs),
+        "header": f"{name}_regs.h",
+    }
 
 
 def idle_lanes(kernel, dram: DramConfig, prediction) -> tuple | None:
@@ -178,8 +222,8 @@ def make_report(kernel, dram: DramConfig, compiled: Compiled, bits: int, seconds
     }
 
 
-def build(kernel, out_dir="rtl_out", dram: DramConfig | None = None, show_ir: bool | None = None) -> Design:
-    design = elaborate(kernel, dram, show_ir=show_ir)
+def build(kernel, out_dir="rtl_out", dram: DramConfig | None = None, show_ir: bool | None = None, wrap=None) -> Design:
+    design = elaborate(kernel, dram, show_ir=show_ir, wrap=wrap)
     return write(kernel, design, out_dir)
 
 
@@ -197,8 +241,7 @@ def write(kernel, design: Design, out_dir="rtl_out") -> Design:
         _remove_if_empty(out, created)
         raise HwgenError(f"cannot write the output folder '{out}': {e.strerror or e}") from None
     final = os.path.join(out, kernel.name)
-    files = {f"{kernel.name}.v": design.verilog, f"{kernel.name}.vlt": waivers(kernel.name)}
-    files["report.json"] = json.dumps(design.report, indent=2) + "\n"
+    files = design_files(design)
     try:
         for name, text in files.items():
             with open(os.path.join(tmp, name), "w") as f:
@@ -213,12 +256,32 @@ def write(kernel, design: Design, out_dir="rtl_out") -> Design:
         raise HwgenError(f"cannot write '{final}': {e.strerror or e}") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    module = top_module(design)
     design.paths = {
-        "verilog": os.path.join(final, f"{kernel.name}.v"),
-        "waivers": os.path.join(final, f"{kernel.name}.vlt"),
+        "verilog": os.path.join(final, f"{module}.v"),
+        "waivers": os.path.join(final, f"{module}.vlt"),
         "report": os.path.join(final, "report.json"),
+        "core": os.path.join(final, f"{module}.core"),
     }
+    if "axi" in design.report:
+        design.paths["header"] = os.path.join(final, design.report["axi"]["header"])
     return design
+
+
+def design_files(design: Design) -> dict:
+    """File name -> text of a built design: <module>.v, its Verilator waivers <module>.vlt,
+    its FuseSoC core <module>.core, report.json, and with AXI the C header of its registers."""
+    module = top_module(design)
+    files = {f"{module}.v": design.verilog, f"{module}.vlt": waivers(module)}
+    extra = ()
+    if "axi" in design.report:
+        axi = design.report["axi"]
+        top = design.component
+        files[axi["header"]] = axi_regs.c_header(design.name, top.regs, top.data_bits, top.word_bytes)
+        extra = (axi["header"],)
+    files[f"{module}.core"] = core_file(module, f"{module}.v", f"{module}.vlt", extra)
+    files["report.json"] = json.dumps(design.report, indent=2) + "\n"
+    return files
 
 
 def add_to_report(path, key: str, entry: dict) -> dict:

@@ -1,8 +1,9 @@
 """The `hwgen` command line.
 
-    hwgen build APP.py [--kernel NAME] [--out DIR] [--show-ir]
+    hwgen build APP.py [--kernel NAME] [--out DIR] [--show-ir] [--wrap axi]
     hwgen sim   APP.py [--kernel NAME] [--out DIR] [--seed S] [--waves] [--latency N] [--jitter N] [--target ecp5]
-    hwgen synth APP.py --target ice40|ecp5 [--device D] [--kernel NAME] [--out DIR] [--freq MHZ]
+                       [--wrap axi [--pause P]]
+    hwgen synth APP.py --target ice40|ecp5 [--device D] [--kernel NAME] [--out DIR] [--freq MHZ] [--wrap axi]
     hwgen --version                      (also: python -m hwgen ...)
 
 Every user mistake is printed as one line, `error: FILE:LINE: message`, with exit status 1.
@@ -20,6 +21,7 @@ import warnings
 
 import numpy as np
 
+from .core_file import package_version
 from .dram import DramConfig
 from .errors import CliError, HwgenError, LanesWarning, Loc, MismatchError, plain_message, show_path
 from .kernel import Kernel
@@ -31,9 +33,12 @@ class _Parser(argparse.ArgumentParser):
         raise CliError(message, Loc("hwgen", 0)) from None
 
 
+WRAP_HELP = "axi: the kernel behind an AXI4 master and an AXI4-Lite control slave (<kernel>_axi.v, <kernel>_regs.h)"
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="hwgen", description="Compile parallel-pattern kernels to hardware.")
-    p.add_argument("--version", action="version", version=f"hwgen {_version()}")
+    p.add_argument("--version", action="version", version=f"hwgen {package_version()}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     b = sub.add_parser("build", help="write Verilog and report.json for each kernel in APP.py")
     b.add_argument("app", metavar="APP.py")
@@ -45,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
         help="print the pattern IR and dataflow graph, then the IR after each compiler pass with its time "
         "(also: HWGEN_SHOW_IR=1)",
     )
+    b.add_argument("--wrap", choices=["axi"], help=WRAP_HELP)
     s = sub.add_parser("sim", help="simulate each kernel in Verilator and check it against the golden model")
     s.add_argument("app", metavar="APP.py")
     s.add_argument("--kernel", help="only the kernel of this name")
@@ -64,6 +70,10 @@ def _parser() -> argparse.ArgumentParser:
         help="simulate the netlist synthesis uses for this device "
         "(its DSP and block RAM primitives, on models of them)",
     )
+    s.add_argument("--wrap", choices=["axi"], help=WRAP_HELP + " (simulated against cocotbext-axi's AxiRam)")
+    s.add_argument(
+        "--pause", type=float, default=0.0, help="with --wrap axi: share of cycles each AXI channel stalls (0 to 1)"
+    )
     y = sub.add_parser("synth", help="synthesize and place-and-route each kernel (Yosys, nextpnr): resources, Fmax")
     y.add_argument("app", metavar="APP.py")
     y.add_argument("--target", required=True, choices=["ice40", "ecp5"], help="FPGA family")
@@ -71,16 +81,8 @@ def _parser() -> argparse.ArgumentParser:
     y.add_argument("--kernel", help="only the kernel of this name")
     y.add_argument("--out", default="rtl_out", help="output folder (default rtl_out)")
     y.add_argument("--freq", type=float, default=100.0, help="clock target in MHz for place-and-route (default 100)")
+    y.add_argument("--wrap", choices=["axi"], help=WRAP_HELP + "; also reports the wrapper's own resources")
     return p
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("hwgen")
-    except PackageNotFoundError:
-        return "(not installed)"
 
 
 def load_app(path: str):
@@ -164,15 +166,15 @@ def app_inputs(module, kernel: Kernel, seed: int, path: str):
     return tuple(value) if isinstance(value, (tuple, list)) else (value,)
 
 
-def _elaborate(kernel, show_ir):
+def _elaborate(kernel, show_ir, wrap=None):
     """The kernel's design in memory (a mesh kernel's through hwgen/mesh/hardware.py)."""
-    from .build import elaborate
-
     if kernel.mesh is not None:
         from .mesh import hardware
 
+        if wrap:
+            raise CliError(f"--wrap {wrap} wraps a single-PE kernel; '{kernel.name}' runs on a mesh", Loc("hwgen", 0))
         return hardware.elaborate(kernel, None, "build", show_ir)
-    return elaborate(kernel, show_ir=show_ir)
+    return kernel.elaborate(show_ir=show_ir, wrap=wrap)
 
 
 def cmd_build(args) -> int:
@@ -184,7 +186,7 @@ def cmd_build(args) -> int:
         t = time.perf_counter()
         if args.show_ir:
             print(k.show_ir(), flush=True)
-        built.append((k, _elaborate(k, args.show_ir or None), time.perf_counter() - t))
+        built.append((k, _elaborate(k, args.show_ir or None, args.wrap), time.perf_counter() - t))
     for k, design, seconds in built:
         try:
             design = write(k, design, args.out)
@@ -203,6 +205,16 @@ def cmd_sim(args) -> int:
         raise CliError(f"--latency must be from 1 to 200 cycles, got {args.latency}", Loc("hwgen", 0))
     if not 0 <= args.jitter <= 200:
         raise CliError(f"--jitter must be from 0 to 200 cycles, got {args.jitter}", Loc("hwgen", 0))
+    if args.wrap and (args.latency != DramConfig.latency or args.jitter or args.target or args.waves):
+        raise CliError(
+            "--latency, --jitter, --target and --waves apply to the native DRAM channel's simulation; with --wrap axi "
+            "the memory is cocotbext-axi's AxiRam (use --pause for back-pressure)",
+            Loc("hwgen", 0),
+        )
+    if not 0 <= args.pause < 1 or (args.pause and not args.wrap):
+        raise CliError(
+            f"--pause takes a share of cycles from 0 to 1 (below 1), with --wrap axi; got {args.pause}", Loc("hwgen", 0)
+        )
     module = load_app(args.app)
     dram = DramConfig(latency=args.latency, jitter=args.jitter)
     status = 0
@@ -221,7 +233,14 @@ def cmd_sim(args) -> int:
                     Loc(fn.__code__.co_filename, fn.__code__.co_firstlineno),
                 ) from None
         try:
-            r = k.verify(*inputs, waves=args.waves, dram=dram, seed=args.seed, target=args.target, out_dir=args.out)
+            if args.wrap:
+                if k.mesh is not None:
+                    raise CliError(
+                        f"--wrap {args.wrap} wraps a single-PE kernel; '{k.name}' runs on a mesh", Loc("hwgen", 0)
+                    )
+                r = k.verify(*inputs, seed=args.seed, wrap=args.wrap, pause=args.pause)
+            else:
+                r = k.verify(*inputs, waves=args.waves, dram=dram, seed=args.seed, target=args.target, out_dir=args.out)
         except MismatchError as e:
             print(f"FAIL {k.name}: {e.message}")
             status = 1
@@ -229,6 +248,15 @@ def cmd_sim(args) -> int:
         report = _record(k, r, args, source)
         err = 100 * r.prediction_error
         netlist = f", {args.target} netlist" if args.target else ""
+        if args.wrap:
+            print(
+                f"PASS {k.name} ({source}, behind AXI{f', pause {args.pause}' if args.pause else ''}): measured "
+                f"{r.cycles} cycles from start to done (the native DRAM channel's prediction: {r.predicted_cycles}); "
+                f"build {r.build_seconds:.1f} s, simulation {r.sim_seconds:.1f} s"
+            )
+            if report:
+                print(f"  report: {report}")
+            continue
         print(
             f"PASS {k.name} ({source}{netlist}): measured {r.cycles} cycles, predicted {r.predicted_cycles} "
             f"({err:+.1f} % of measured), roofline {r.roofline_cycles} (measured is "
@@ -253,7 +281,11 @@ def _record(kernel, r, args, source: str) -> str | None:
         "predicted_cycles": r.predicted_cycles,
         "roofline_cycles": r.roofline_cycles,
         "inputs": source,
-        "dram": {"latency": args.latency, "jitter": args.jitter, "seed": args.seed},
+        **(
+            {"wrap": args.wrap, "pause": args.pause, "seed": args.seed}
+            if args.wrap
+            else {"dram": {"latency": args.latency, "jitter": args.jitter, "seed": args.seed}}
+        ),
         **({"target": args.target} if args.target else {}),
     }
     try:
@@ -288,12 +320,17 @@ def cmd_synth(args) -> int:
         raise CliError(f"--freq must be from 1 to 1000 MHz, got {args.freq}", Loc("hwgen", 0))
     module = load_app(args.app)
     for k in kernels_of(module, args.app, args.kernel):
-        r = k.synthesize(target=args.target, device=args.device, out_dir=args.out, freq=args.freq)
+        if args.wrap and k.mesh is not None:
+            raise CliError(f"--wrap {args.wrap} wraps a single-PE kernel; '{k.name}' runs on a mesh", Loc("hwgen", 0))
+        r = k.synthesize(target=args.target, device=args.device, out_dir=args.out, freq=args.freq, wrap=args.wrap)
         fmax = f"{r['fmax_mhz']:.1f} MHz" if r["fmax_mhz"] else "unknown"
         print(
-            f"synthesized {k.name} for the {r['device']}: {r['luts']} LUTs, {r['ffs']} FFs, "
-            f"{r['brams']} block RAMs, {r['dsps']} DSPs; Fmax {fmax} ({r['seconds']:.0f} s)"
+            f"synthesized {k.name}{' behind AXI' if args.wrap else ''} for the {r['device']}: {r['luts']} LUTs, "
+            f"{r['ffs']} FFs, {r['brams']} block RAMs, {r['dsps']} DSPs; Fmax {fmax} ({r['seconds']:.0f} s)"
         )
+        if args.wrap:
+            w = r["parts"]["wrapper"]
+            print(f"  the AXI wrapper alone: {w['luts']} LUTs, {w['ffs']} FFs, {w['brams']} block RAMs")
     return 0
 
 

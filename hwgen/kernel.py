@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 
 from . import interp
-from .errors import user_loc
+from .errors import HwgenError, user_loc
 from .lang.program import Program, trace_program
 from .lang.signature import check_args, to_user
 from .mesh.checks import check_collective_matmul, check_options, check_program, check_shardings
@@ -80,58 +80,85 @@ class Kernel:
         )
         return Kernel(self.fn, schedule, self.program, self.mesh, self.link, self.shardings, self.collective_matmul)
 
-    def build(self, out_dir="rtl_out", dram=None, show_ir=None):
+    def build(self, out_dir="rtl_out", dram=None, show_ir=None, wrap=None):
         """Elaborate the hardware and write out_dir/<kernel>/<kernel>.v and report.json.
-        `show_ir=True` prints the IR after each compiler pass (default: $HWGEN_SHOW_IR)."""
+        `show_ir=True` prints the IR after each compiler pass (default: $HWGEN_SHOW_IR).
+        `wrap="axi"`: the kernel behind an AXI4 master and an AXI4-Lite control slave
+        (<kernel>_axi.v, and the registers' C header <kernel>_regs.h)."""
         from .build import build
 
         if self.mesh is not None:
             from .mesh import hardware
 
+            _mesh_options(self, "build", wrap=wrap)
             return hardware.build(self, out_dir=out_dir, dram=dram, show_ir=show_ir)
-        return build(self, out_dir=out_dir, dram=dram, show_ir=show_ir)
+        return build(self, out_dir=out_dir, dram=dram, show_ir=show_ir, wrap=_wrap(wrap))
 
-    def elaborate(self, dram=None, show_ir=None):
+    def elaborate(self, dram=None, show_ir=None, wrap=None):
         """The hardware design in memory (no files written): a `build.Design`."""
         from .build import elaborate
 
         if self.mesh is not None:
             from .mesh import hardware
 
+            _mesh_options(self, "elaborate", wrap=wrap)
             return hardware.elaborate(self, dram, "elaborate", show_ir)
-        return elaborate(self, dram=dram, show_ir=show_ir)
+        return elaborate(self, dram=dram, show_ir=show_ir, wrap=_wrap(wrap))
 
-    def simulate(self, *args, waves=False, dram=None, seed=None, monitor=None, target=None):
+    def simulate(self, *args, waves=False, dram=None, seed=None, monitor=None, target=None, wrap=None, pause=0.0):
         """Run the hardware in Verilator; returns a `SimResult` (see simulate.py).
-        target="ecp5" runs the netlist that synthesis for ECP5 uses."""
+        target="ecp5" runs the netlist that synthesis for ECP5 uses. wrap="axi" runs the kernel
+        behind AXI against cocotbext-axi's RAM and control master (axi_sim.py), whose AXI
+        channels stall in a `pause` share of cycles at random (`seed`)."""
         from .simulate import simulate
 
         if self.mesh is not None:
-            _mesh_options(self, "simulate", waves=waves, target=target)
+            _mesh_options(self, "simulate", waves=waves, target=target, wrap=wrap)
             from .mesh.simulate import simulate as simulate_mesh
 
             return simulate_mesh(self, args, dram=dram, seed=seed, monitor=monitor)
+        if _wrap(wrap):
+            return self._simulate_axi(
+                args, waves=waves, dram=dram, seed=seed, monitor=monitor, target=target, pause=pause
+            )
         return simulate(self, args, waves=waves, dram=dram, seed=seed, monitor=monitor, target=target)
 
-    def verify(self, *args, waves=False, dram=None, seed=None, target=None, runs=1, out_dir="rtl_out"):
+    def verify(
+        self, *args, waves=False, dram=None, seed=None, target=None, runs=1, out_dir="rtl_out", wrap=None, pause=0.0
+    ):
         """Simulate and compare every output with the golden model (raises MismatchError).
         `runs`: run the kernel that many times without a reset in between; the last is checked.
-        `waves=True` keeps the waveform as out_dir/<kernel>/<kernel>.vcd."""
-        from .simulate import verify
+        `waves=True` keeps the waveform as out_dir/<kernel>/<kernel>.vcd. `wrap`, `pause`: as
+        for simulate."""
+        from .simulate import compare, verify
 
         if self.mesh is not None:
-            _mesh_options(self, "verify", waves=waves, target=target, runs=runs != 1)
+            _mesh_options(self, "verify", waves=waves, target=target, runs=runs != 1, wrap=wrap)
             from .mesh.simulate import verify as verify_mesh
 
             return verify_mesh(self, args, dram=dram, seed=seed)
+        if _wrap(wrap):
+            res = self._simulate_axi(args, waves=waves, dram=dram, seed=seed, target=target, runs=runs, pause=pause)
+            compare(self, args, res.outputs, user_loc())
+            return res
         return verify(self, args, waves=waves, dram=dram, seed=seed, target=target, runs=runs, out_dir=out_dir)
 
-    def synthesize(self, target="ecp5", device=None, out_dir="rtl_out", freq=100.0, dram=None) -> dict:
+    def _simulate_axi(self, args, pause, seed, dram, **unsupported):
+        from .axi_sim import simulate_axi
+        from .errors import UnsupportedError
+
+        used = [name for name, value in unsupported.items() if value and not (name == "runs" and value == 1)]
+        if used:
+            raise UnsupportedError(f"wrap='axi' simulation does not take {', '.join(used)} yet", user_loc())
+        return simulate_axi(self, check_args(self.name, self.params, tuple(args)), dram, seed, pause, user_loc())
+
+    def synthesize(self, target="ecp5", device=None, out_dir="rtl_out", freq=100.0, dram=None, wrap=None) -> dict:
         """Build, then synthesize and place-and-route with Yosys and nextpnr (see synth.py);
-        returns the resources and Fmax, also stored in report.json under "synthesis"."""
+        returns the resources and Fmax, also stored in report.json under "synthesis".
+        wrap="axi": the kernel behind AXI; `parts` splits the resources into wrapper and kernel."""
         from .synth import synthesize_build
 
-        return synthesize_build(self.build(out_dir=out_dir, dram=dram), target, device, freq)
+        return synthesize_build(self.build(out_dir=out_dir, dram=dram, wrap=wrap), target, device, freq)
 
     def show_ir(self) -> str:
         """The traced pattern IR and its dataflow graph, as text."""
@@ -160,6 +187,18 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<hw.kernel {self.name} {self.schedule.describe()}>"
+
+
+def _wrap(wrap):
+    """`wrap` checked: None or "axi" (HwgenError at the user's line otherwise)."""
+    from .build import check_wrap
+
+    try:
+        check_wrap(wrap)
+    except HwgenError as e:
+        e.loc = e.loc or user_loc()
+        raise
+    return wrap
 
 
 def _mesh_options(kernel, what: str, **options) -> None:

