@@ -26,12 +26,12 @@ import numpy as np
 
 from hwgen_sim import harness, runner
 from hwgen_sim.axi_harness import axi_tb_verilog
+from hwgen_sim.axi_kernel import kernel_info
 
 from .build import elaborate
 from .dram import DramConfig
 from .errors import HwgenError, SimulationError
-from .hw import axi_regs
-from .simulate import SimResult, check_flags, outputs_from
+from .simulate import SimResult, _unsigned, check_flags, outputs_from
 
 
 def simulate_axi(kernel, values: dict, dram, seed, pause: float, loc) -> SimResult:
@@ -48,12 +48,7 @@ def simulate_axi(kernel, values: dict, dram, seed, pause: float, loc) -> SimResu
         )
     t0 = time.perf_counter()
     design = elaborate(kernel, dram, wrap="axi")
-    tb, public = axi_tb_verilog(design)
-    sources = {f"{design.module}.v": design.verilog, "hwgen_tb.v": tb, "public.vlt": public}
-    try:
-        build_dir, hit = runner.build(sources)
-    except runner.ToolError as e:
-        raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
+    build_dir, hit = build_simulator(design, loc)
     t1 = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix=f"hwgen-{kernel.name}-axi-"))
     try:
@@ -61,9 +56,14 @@ def simulate_axi(kernel, values: dict, dram, seed, pause: float, loc) -> SimResu
         image = layout.image(values)
         nbytes = design.component.word_bytes
         (work / "image.bin").write_bytes(_to_bytes(image, nbytes))
-        config = _config(design, layout, values, work, len(image) * nbytes, pause, seed)
+        config = _config(design, values, work, pause, seed)
         (work / "config.json").write_text(json.dumps(config))
-        env = {"HWGEN_SIM_CONFIG": str(work / "config.json"), "HWGEN_SIM_RESULT": str(work / "result.json")}
+        (work / "kernel.json").write_text(json.dumps(kernel_info(design, layout)))
+        env = {
+            "HWGEN_SIM_CONFIG": str(work / "config.json"),
+            "HWGEN_SIM_RESULT": str(work / "result.json"),
+            "HWGEN_AXI_KERNEL": str(work / "kernel.json"),
+        }
         try:
             runner.run(build_dir, work, [], env, test="hwgen_sim.axi_testbench")
         except runner.ToolError as e:
@@ -89,30 +89,24 @@ def simulate_axi(kernel, values: dict, dram, seed, pause: float, loc) -> SimResu
     )
 
 
-def _config(design, layout, values: dict, work: Path, size: int, pause: float, seed) -> dict:
-    regs = {r.port: r for r in design.component.regs if r.port}
-    writes = []
+def build_simulator(design, loc) -> tuple:
+    """The Verilated simulator of a wrapped design with its AXI test top: (folder, cache hit)."""
+    tb, public = axi_tb_verilog(design)
+    sources = {f"{design.module}.v": design.verilog, "hwgen_tb.v": tb, "public.vlt": public}
+    try:
+        return runner.build(sources)
+    except runner.ToolError as e:
+        raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
 
-    def put(reg, value: int):
-        writes.append([reg.offset, value & 0xFFFFFFFF])
-        if reg.bits > 32:
-            writes.append([reg.offset + 4, value >> 32 & 0xFFFFFFFF])
 
-    for p in design.kernel.params:
-        if not p.is_array:
-            put(regs[f"arg_{p.name}"], int(np.asarray(values[p.name]).astype(np.int64)) & ((1 << p.dtype.bits) - 1))
-    for name, base in layout.bases.items():
-        put(regs[f"base_{name}"], base * design.component.word_bytes)
-    results = {r.port: [r.offset, r.bits] for r in design.component.regs if r.access == "ro" and r.port}
+def _config(design, values: dict, work: Path, pause: float, seed) -> dict:
+    """sim/axi_testbench.py's settings."""
+    scalars = {p.name: _unsigned(values[p.name], p.dtype) for p in design.kernel.params if not p.is_array}
     predicted = design.report["predicted_cycles"]
     return {
         "image": str(work / "image.bin"),
         "dump": str(work / "dump.bin"),
-        "size": size,
-        "registers": writes,
-        "results": results,
-        "status_offset": axi_regs.STATUS,
-        "cycles_offset": axi_regs.CYCLES,
+        "scalars": scalars,
         "timeout_cycles": max(20 * predicted, predicted + 100_000),
         "pause": float(pause),
         "seed": 0 if seed is None else int(seed),

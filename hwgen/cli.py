@@ -2,7 +2,7 @@
 
     hwgen build APP.py [--kernel NAME] [--out DIR] [--show-ir] [--wrap axi]
     hwgen sim   APP.py [--kernel NAME] [--out DIR] [--seed S] [--waves] [--latency N] [--jitter N] [--target ecp5]
-                       [--wrap axi [--pause P]]
+                       [--wrap axi [--pause P]] [--cocotb TEST.py]
     hwgen synth APP.py --target ice40|ecp5 [--device D] [--kernel NAME] [--out DIR] [--freq MHZ] [--wrap axi]
     hwgen --version                      (also: python -m hwgen ...)
 
@@ -73,6 +73,12 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--wrap", choices=["axi"], help=WRAP_HELP + " (simulated against cocotbext-axi's AxiRam)")
     s.add_argument(
         "--pause", type=float, default=0.0, help="with --wrap axi: share of cycles each AXI channel stalls (0 to 1)"
+    )
+    s.add_argument(
+        "--cocotb",
+        metavar="TEST.py",
+        help="run your own cocotb tests against the kernel behind AXI instead of hwgen's check "
+        "(hwgen_sim.axi_kernel.AxiKernel loads arrays, runs the kernel and reads results; see docs/axi.md)",
     )
     y = sub.add_parser("synth", help="synthesize and place-and-route each kernel (Yosys, nextpnr): resources, Fmax")
     y.add_argument("app", metavar="APP.py")
@@ -200,7 +206,8 @@ def cmd_build(args) -> int:
     return 0
 
 
-def cmd_sim(args) -> int:
+def _check_sim_options(args) -> None:
+    """The sim command's options that do not go together: a CliError."""
     if not 1 <= args.latency <= 200:
         raise CliError(f"--latency must be from 1 to 200 cycles, got {args.latency}", Loc("hwgen", 0))
     if not 0 <= args.jitter <= 200:
@@ -215,6 +222,12 @@ def cmd_sim(args) -> int:
         raise CliError(
             f"--pause takes a share of cycles from 0 to 1 (below 1), with --wrap axi; got {args.pause}", Loc("hwgen", 0)
         )
+
+
+def cmd_sim(args) -> int:
+    if args.cocotb:
+        return _user_tests(args)
+    _check_sim_options(args)
     module = load_app(args.app)
     dram = DramConfig(latency=args.latency, jitter=args.jitter)
     status = 0
@@ -267,6 +280,34 @@ def cmd_sim(args) -> int:
             print(f"  waves: {r.waves}")
         if report:
             print(f"  report: {report}")
+    return status
+
+
+def _user_tests(args) -> int:
+    """`sim --cocotb TEST.py`: the user's cocotb tests against each kernel behind AXI."""
+    from .user_test import run_user_test
+
+    if args.latency != DramConfig.latency or args.jitter or args.target or args.waves or args.pause:
+        raise CliError(
+            "--cocotb runs your tests against the kernel behind AXI: --latency, --jitter, --target, --waves and "
+            "--pause do not apply (your test sets the AXI RAM's stalls)",
+            Loc("hwgen", 0),
+        )
+    if not args.cocotb.endswith(".py") or not os.path.isfile(args.cocotb):
+        raise CliError("--cocotb takes a Python file of cocotb tests: no such file", Loc(args.cocotb, 0))
+    module = load_app(args.app)
+    status = 0
+    for k in kernels_of(module, args.app, args.kernel):
+        if k.mesh is not None:
+            raise CliError(f"--cocotb runs a single-PE kernel behind AXI; '{k.name}' runs on a mesh", Loc("hwgen", 0))
+        r = run_user_test(k, args.cocotb, args.seed)
+        test = show_path(args.cocotb)
+        if r.ok:
+            print(f"PASS {k.name} behind AXI: {test}: {len(r.passed)} tests passed ({', '.join(r.passed)})")
+        else:
+            status = 1
+            for name in r.failed:
+                print(f"FAIL {k.name} behind AXI: {test}: {name}: {r.failures[name]}")
     return status
 
 

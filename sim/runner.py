@@ -208,6 +208,19 @@ def _outside_pytest():
             os.environ["PYTEST_CURRENT_TEST"] = saved
 
 
+@contextmanager
+def _importable(path: str | None):
+    """`path` on sys.path while inside (cocotb's runner gives the simulator sys.path)."""
+    if path is None:
+        yield
+        return
+    sys.path.insert(0, path)
+    try:
+        yield
+    finally:
+        sys.path.remove(path)
+
+
 def _tail(path: Path, lines: int = 30) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -264,14 +277,21 @@ def build(sources: dict, waves: bool = False, split: bool = False) -> tuple:
 
 
 def run(
-    build_dir: Path, work_dir: Path, plusargs: list, env: dict, waves: bool = False, test="hwgen_sim.testbench"
+    build_dir: Path,
+    work_dir: Path,
+    plusargs: list,
+    env: dict,
+    waves: bool = False,
+    test="hwgen_sim.testbench",
+    path: str | None = None,
 ) -> None:
-    """Run the cocotb test module `test` on a built simulator in `work_dir`."""
+    """Run the cocotb test module `test` on a built simulator in `work_dir` (`path`: a folder
+    to import it from)."""
     verilator_env()
     runner = get_runner("verilator")
     log = work_dir / "sim.log"
     try:
-        with _outside_pytest():
+        with _outside_pytest(), _importable(path):
             runner.test(
                 test_module=test,
                 hdl_toplevel=TOP,

@@ -321,3 +321,57 @@ def test_sim_into_an_output_folder_that_cannot_be_written_is_one_error_line(caps
     assert code == 1
     assert err.startswith(f"error: cannot write the report to '{blocked}': cannot write the output folder")
     assert err.count("\n") == 1
+
+
+EXAMPLE_TEST = Path(__file__).resolve().parent.parent / "examples" / "saxpy_cocotb_test.py"
+SAXPY = Path(__file__).resolve().parent.parent / "patterns" / "saxpy.py"
+
+FAILING_TEST = """
+import cocotb
+import numpy as np
+from hwgen_sim.axi_kernel import AxiKernel
+
+
+@cocotb.test()
+async def doubles(dut):
+    k = await AxiKernel.attach(dut)
+    k.write("x", np.arange(8, dtype=np.int16))
+    await k.run()
+    assert list(k.read("out")) == [0, 2, 4, 6, 8, 10, 12, 14]
+
+
+@cocotb.test()
+async def wrong(dut):
+    k = await AxiKernel.attach(dut)
+    k.write("x", np.ones(8, np.int16))
+    await k.run()
+    assert k.read("out")[0] == 3, "out[0] is not 3"
+"""
+
+
+@pytest.mark.rtl
+def test_users_cocotb_example_passes(capsys):
+    code, out, _ = run(["sim", str(SAXPY), "--cocotb", str(EXAMPLE_TEST)], capsys)
+    assert code == 0 and out.startswith("PASS saxpy behind AXI: ") and "2 tests passed" in out
+
+
+@pytest.mark.rtl
+def test_users_cocotb_failure_is_reported(capsys, tmp_path):
+    path = write(tmp_path, "good.py", GOOD)
+    test = write(tmp_path, "my_test.py", FAILING_TEST)
+    code, out, _ = run(["sim", path, "--cocotb", test], capsys)
+    assert code == 1
+    assert out == f"FAIL double behind AXI: {show_path(test)}: wrong: out[0] is not 3\n"
+
+
+def test_users_cocotb_argument_errors(capsys, tmp_path):
+    path = write(tmp_path, "good.py", GOOD)
+    missing = str(tmp_path / "nope.py")
+    code, out, err = run(["sim", path, "--cocotb", missing], capsys)
+    assert (
+        code == 1
+        and err == f"error: {show_path(missing)}: --cocotb takes a Python file of cocotb tests: no such file\n"
+    )
+    test = write(tmp_path, "my_test.py", FAILING_TEST)
+    code, out, err = run(["sim", path, "--cocotb", test, "--pause", "0.1"], capsys)
+    assert code == 1 and err.startswith("error: --cocotb runs your tests against the kernel behind AXI: --latency")
