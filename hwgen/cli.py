@@ -21,6 +21,7 @@ import warnings
 
 import numpy as np
 
+from . import progress
 from .core_file import package_version
 from .dram import DramConfig
 from .errors import CliError, HwgenError, LanesWarning, Loc, MismatchError, plain_message, show_path
@@ -363,7 +364,8 @@ def cmd_synth(args) -> int:
     for k in kernels_of(module, args.app, args.kernel):
         if args.wrap and k.mesh is not None:
             raise CliError(f"--wrap {args.wrap} wraps a single-PE kernel; '{k.name}' runs on a mesh", Loc("hwgen", 0))
-        r = k.synthesize(target=args.target, device=args.device, out_dir=args.out, freq=args.freq, wrap=args.wrap)
+        with progress.showing(f"synth {k.name}"):  # the tools' stages on stderr as they go
+            r = k.synthesize(target=args.target, device=args.device, out_dir=args.out, freq=args.freq, wrap=args.wrap)
         fmax = f"{r['fmax_mhz']:.1f} MHz" if r["fmax_mhz"] else "unknown"
         print(
             f"synthesized {k.name}{' behind AXI' if args.wrap else ''} for the {r['device']}: {r['luts']} LUTs, "

@@ -19,17 +19,20 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from amaranth.lib import wiring
 
+from . import progress
 from .build import elaborate, top_module
 from .errors import HwgenError, SimulationError
 from .hw.device import TARGETS as PRIMITIVE_TARGETS
@@ -179,8 +182,24 @@ class ToolError(SimulationError):
 
 
 def _run(cmd: list, cwd: Path, log: Path) -> None:
+    """Run a tool with its output in `log` (and, line by line, in the progress report)."""
+    tool = os.path.basename(cmd[0]).replace("yowasp-", "")
+    lines: queue.Queue = queue.Queue()
     with open(log, "w") as f:
-        proc = subprocess.run(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        reader = threading.Thread(target=_read_lines, args=(proc.stdout, lines), daemon=True)
+        reader.start()
+        while True:
+            try:
+                text = lines.get(timeout=1.0)
+            except queue.Empty:
+                progress.heartbeat(tool)
+                continue
+            if text is None:
+                break
+            f.write(text)
+            progress.line(tool, text)
+        proc.wait()
     if proc.returncode != 0:
         lines = [line.rstrip() for line in log.read_text(errors="replace").splitlines()]
         tail = "\n".join(lines[-15:])
@@ -191,6 +210,12 @@ def _run(cmd: list, cwd: Path, log: Path) -> None:
             else next((line.strip() for line in reversed(lines) if line.strip()), f"exit status {proc.returncode}")
         )
         raise ToolError(os.path.basename(cmd[0]), reason, log, tail)
+
+
+def _read_lines(stream, lines: queue.Queue) -> None:
+    for text in stream:
+        lines.put(text)
+    lines.put(None)
 
 
 # nextpnr's words for a design it cannot place because the device is too full

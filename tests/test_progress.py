@@ -1,0 +1,39 @@
+"""Progress of long tool runs: the stages read off nextpnr's log, printed when they change."""
+
+import io
+
+from hwgen import progress
+
+NEXTPNR = """Info: Packing IOs..
+Info: Packing LUTs...
+Info: Creating initial analytic placement for 6026 cells, random placement wirelen = 684575.
+Info:     at iteration #1, type ALL: wirelen solved = 1423, spread = 123400, legal = 139065; time = 1.72s
+Info:     at iteration #2, type ALL: wirelen solved = 4323, spread = 109277, legal = 120763; time = 0.75s
+Info: Running simulated annealing placer for refinement.
+Info:   at iteration #5: temp = 0.000000, timing cost = 449, wirelen = 63230
+Info: Routing 22689 arcs.
+Info:       1000 |      372        627 |  372   627 |     22173|       1.45       1.45|
+Info: Max frequency for clock '$glbnet$clk': 118.55 MHz (PASS at 100.00 MHz)
+"""
+
+
+def test_stages_of_a_nextpnr_log():
+    out = io.StringIO()
+    with progress.showing("synth k", out):
+        progress.heartbeat("yosys")
+        for text in NEXTPNR.splitlines():
+            progress.line("nextpnr-ecp5", text)
+    shown = [line.split(", ")[0] for line in out.getvalue().splitlines()]
+    assert shown == [
+        "synth k: yosys: running",
+        "synth k: nextpnr-ecp5: packing",
+        "synth k: nextpnr-ecp5: placing (analytic)",
+        "synth k: nextpnr-ecp5: placing (annealing)",
+        "synth k: nextpnr-ecp5: routing",
+        "synth k: nextpnr-ecp5: timing report",
+    ]
+
+
+def test_quiet_without_a_report(capsys):
+    progress.line("nextpnr-ecp5", "Info: Packing IOs..")
+    assert capsys.readouterr() == ("", "")
