@@ -20,20 +20,45 @@ def root_levels(kernel) -> list:
     return list(kernel.elaborate().program.root.stages)
 
 
-def test_the_halo_permutes_run_one_after_another_beside_the_copy_of_the_block():
+def _chain(level):
+    """The child of a level that runs its collectives (with what feeds them and reads them)."""
+    for c in level.children:
+        if isinstance(c, Loop) and not c.counters and any(isinstance(s, Collective) for s in c.stages):
+            return c
+    return None
+
+
+def root_entries(levels) -> list:
+    """The root's entries before overlap grouped them: levels, their children, and a chain's
+    parts (the patterns before and after its collectives)."""
+    out = []
+    for lv in levels:
+        for c in lv.children if isinstance(lv, Parallel) else (lv,):
+            chain = _chain(lv) if isinstance(lv, Parallel) else None
+            if c is chain:
+                for s in c.stages:
+                    out += list(s.children) if isinstance(s, Parallel) else [s]
+            else:
+                out.append(c)
+    return out
+
+
+def test_the_halo_exchange_runs_beside_the_copy_of_the_block():
+    """The edges copied out, the four permutes one after another, and the received edges
+    stored into the padded block: one chain beside the copy of the block's inside."""
     app, kernel = load("halo_stencil")
     levels = root_levels(kernel)
-    beside = [
-        lv
-        for lv in levels
-        if isinstance(lv, Parallel)
-        and any(isinstance(c, Loop) and all(isinstance(s, Collective) for s in c.stages) for c in lv.children)
-    ]
+    beside = [lv for lv in levels if isinstance(lv, Parallel) and _chain(lv) is not None]
     assert len(beside) == 1
-    kids = beside[0].children
-    colls = next(c for c in kids if isinstance(c, Loop) and all(isinstance(s, Collective) for s in c.stages))
-    assert len(colls.stages) == 4  # above, below, left, right
-    copy = [c for c in kids if c is not colls and any(isinstance(s, Load) and s.dram.name == "a" for s in walk(c))]
+    chain = _chain(beside[0])
+    before, *colls, after = chain.stages
+    assert len(colls) == 4 and all(isinstance(c, Collective) for c in colls)  # above, below, left, right
+    assert isinstance(before, Parallel) and len(before.children) == 4  # the four edges, copied out
+    assert isinstance(after, Parallel) and len(after.children) == 4  # the received edges, stored
+    for part in after.children:
+        assert {s.dram.name for s in walk(part) if isinstance(s, Store)} == {"joined0"}
+    kids = [c for c in beside[0].children if c is not chain]
+    copy = [c for c in kids if any(isinstance(s, Load) and s.dram.name == "a" for s in walk(c))]
     assert len(copy) == 1  # the block's copy into the padded block runs beside them
     assert {s.dram.name for s in walk(copy[0]) if isinstance(s, Store)} == {"joined0"}
     assert isinstance(levels[-1], Loop) and not isinstance(levels[-1], Parallel)  # then the stencil
@@ -41,7 +66,7 @@ def test_the_halo_permutes_run_one_after_another_beside_the_copy_of_the_block():
 
 def test_parts_of_one_concatenation_do_not_conflict_but_a_read_of_their_place_does():
     app, kernel = load("halo_stencil")
-    entries = [e for lv in root_levels(kernel) for e in (lv.children if isinstance(lv, Parallel) else (lv,))]
+    entries = root_entries(root_levels(kernel))
     uses = {e.name: _uses(e) for e in entries}
     writers = [n for n, (r, w) in uses.items() if any(name == ("dram", "joined0") for name, _ in w)]
     readers = [n for n, (r, w) in uses.items() if any(name == ("dram", "joined0") for name, _ in r)]
@@ -168,3 +193,18 @@ def test_a_parameter_named_out_keeps_its_own_array():
     assert [d.name for d in k.elaborate().program.drams] == ["out", "out_"]
     sim = k.verify(a)
     np.testing.assert_array_equal(sim.outputs, a[::-1] + 1)
+
+
+def test_only_copies_join_a_chain_of_collectives():
+    """Collective matmul's last partial product reads the last permute's result but is not a
+    copy: it stays a level of its own after the ring, not beside the product before it."""
+    from hwgen.passes.overlap import _copies
+
+    app, kernel = load("collective_matmul")
+    levels = root_levels(kernel)
+    for lv in levels:
+        chain = _chain(lv) if isinstance(lv, Parallel) else None
+        if chain is not None:
+            assert all(_copies(s) for s in chain.stages if not isinstance(s, Collective))
+    last = levels[-1]
+    assert not isinstance(last, Parallel) and not any(isinstance(c, Collective) for c in walk(last))

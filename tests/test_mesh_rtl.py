@@ -624,6 +624,14 @@ def test_collectives_of_different_widths_in_one_body_are_refused():
     assert "the collectives of one body must move elements of one width" in e.value.message
 
 
+def _units(entry) -> set:
+    """The controller names in a report entry's subtree."""
+    out = {entry["unit"]}
+    for c in entry.get("stages", []) + entry.get("parallel", []):
+        out |= _units(c)
+    return out
+
+
 def test_a_fold_after_a_collective_stays_after_it():
     """Two multifolds of one shape, one on each side of a psum: the later one reads the
     psum's result, so it may not share the earlier one's loop (which runs before the
@@ -641,7 +649,7 @@ def test_a_fold_after_a_collective_stays_after_it():
         want = (total[None, :] * 2 + b.reshape(p, n)).astype(np.int32).reshape(-1)
     k = chain_kernel(body, tile={"i": 16, "j": 16})
     stages = k.elaborate().report["controllers"]["stages"]
-    units = [{s["unit"]} | {c["unit"] for c in s.get("parallel", ())} for s in stages]
+    units = [_units(s) for s in stages]
     at = next(j for j, u in enumerate(units) if "coll0" in u)  # alone, or in a level beside the fold's init
     assert at < len(units) - 2 and "metaloop1" in units[-2]  # the second fold's loop comes after it
     check(k.verify(a, b), want)

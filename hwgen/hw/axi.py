@@ -30,7 +30,7 @@ queues, about two cycles after it was taken.
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
@@ -180,6 +180,7 @@ class AxiMaster(wiring.Component):
         bits = self.addr_bits - self._lg
         lo = [Signal(bits, name=f"wlo{k}") for k in range(n)]
         hi = [Signal(bits, name=f"whi{k}") for k in range(n)]
+        before = [Signal(bits, name=f"wlom{k}") for k in range(n)]  # lo - 1
         split = [Signal(name=f"wsplit{k}") for k in range(n)]
         live = Signal(n)
         head, tail = Signal(range(n)), Signal(range(n))
@@ -196,52 +197,61 @@ class AxiMaster(wiring.Component):
                 m.d.sync += [half.eq(0), head.eq(head + 1)]
         m.d.sync += count.eq(count + take - gone)
         m.d.sync += live.eq((live | (take << tail)[:n]) & ~(gone << head)[:n])
-        return {"lo": lo, "hi": hi, "split": split, "live": live, "tail": tail, "count": count, "take": take}
+        return {
+            "lo": lo,
+            "hi": hi,
+            "before": before,
+            "split": split,
+            "live": live,
+            "tail": tail,
+            "count": count,
+            "take": take,
+        }
 
-    def _blocked(self, flight: dict, first, last):
-        """Whether a read of bus beats first .. last meets a write in flight."""
-        return _any(flight["live"][k] & (flight["lo"][k] <= last) & (first <= flight["hi"][k]) for k in range(WRITES))
+    def _meets(self, flight: dict, beat, two):
+        """One bit per write in flight: whether a read of bus beats beat .. beat + two meets
+        it. Both span at most two beats, so they meet exactly when the read's first beat is
+        the write's first or last, or the read's second beat (two) is the write's first: three
+        comparisons for equality, no adders or carry chains."""
+        return Cat(
+            flight["live"][k]
+            & ((beat == flight["lo"][k]) | (beat == flight["hi"][k]) | (two & (beat == flight["before"][k])))
+            for k in range(WRITES)
+        )
 
     # ---------------------------------------------------------------- reads
 
     def _reads(self, m, flight: dict) -> None:
         axi, req, resp, W = self.axi, self.mem.rd_req, self.mem.rd_resp, self.words
         beat, off = self._split(m, req.addr, "rd")
-        # a request waits in `queue` (its last bus beat computed; the kernel's ready comes
-        # from flip-flops), then in register `b` until the AR register is free or taken, the
-        # queue of bursts has room, and no write in flight touches its beats (`hit`,
-        # registered from the table each cycle)
-        fields = {"beat": len(beat), "end": len(beat), "off": len(off), "tag": self.tag_bits, "two": 1, "split": 1}
+        # a request waits in `queue` (the kernel's ready comes from flip-flops), then in
+        # register `b` until the AR register is free or taken, the queue of bursts has room,
+        # and none of the writes in flight when it came touches its beats: `meets` marks them
+        # as it enters the queue, and it waits until they are answered (their `live` bits
+        # drop; a slot taken again by a later write only makes it wait longer)
+        two = off != 0
+        fields = {"beat": len(beat), "off": len(off), "tag": self.tag_bits, "two": 1, "split": 1, "meets": WRITES}
         layout = data.StructLayout(fields)
         queue = SyncFIFOBuffered(width=layout.size, depth=4)
         m.submodules.rq = queue
         entry = data.View(layout, queue.w_data)
-        two = off != 0
-        m.d.comb += [entry.beat.eq(beat), entry.end.eq(beat + two), entry.off.eq(off), entry.tag.eq(req.tag)]
-        m.d.comb += [entry.two.eq(two), entry.split.eq(two & self._last_of_page(beat))]
+        m.d.comb += [entry.beat.eq(beat), entry.off.eq(off), entry.tag.eq(req.tag), entry.two.eq(two)]
+        m.d.comb += [entry.split.eq(two & self._last_of_page(beat)), entry.meets.eq(self._meets(flight, beat, two))]
         m.d.comb += [req.ready.eq(queue.w_rdy), queue.w_en.eq(req.valid)]
         a = data.View(layout, queue.r_data)
         b = {k: Signal(width, name=f"rd_b_{k}") for k, width in fields.items()}
         b_valid = Signal(name="rd_b_valid")
-        hit = Signal(name="rd_hit")
         pending = SyncFIFOBuffered(width=self.tag_bits + len(off) + 1, depth=READS)
         m.submodules.pending = pending
         go, move = Signal(name="rd_go"), Signal(name="rd_move")
         free = self._address(m, "ar", b["beat"], b["two"], b["split"], go)
-        m.d.comb += go.eq(b_valid & ~hit & free & pending.w_rdy)
+        m.d.comb += go.eq(b_valid & ((b["meets"] & flight["live"]) == 0) & free & pending.w_rdy)
         m.d.comb += [move.eq(queue.r_rdy & (~b_valid | go)), queue.r_en.eq(move)]
         m.d.comb += [pending.w_en.eq(go), pending.w_data.eq(Cat(b["tag"], b["off"], b["two"]))]
         with m.If(move):
             m.d.sync += [b_valid.eq(1), *(b[k].eq(getattr(a, k)) for k in fields)]
         with m.Elif(go):
             m.d.sync += b_valid.eq(0)
-        # the queue's head and `b` are both checked every cycle, so `move` only picks a result
-        hit_a, hit_b = Signal(name="rd_hit_a"), Signal(name="rd_hit_b")
-        m.d.comb += [
-            hit_a.eq(self._blocked(flight, a.beat, a.end)),
-            hit_b.eq(self._blocked(flight, b["beat"], b["end"])),
-        ]
-        m.d.sync += hit.eq(Mux(move, hit_a, hit_b))
 
         # responses: a beat as it comes, or the two halves of an unaligned one joined
         tag, off = pending.r_data[: self.tag_bits], pending.r_data[self.tag_bits : -1]
@@ -301,6 +311,7 @@ class AxiMaster(wiring.Component):
         for k in range(WRITES):
             with m.If(slot[k]):
                 m.d.sync += [flight["lo"][k].eq(beat), flight["hi"][k].eq(beat + two), flight["split"][k].eq(split)]
+                m.d.sync += flight["before"][k].eq(beat - 1)
         with m.If(take):
             m.d.sync += tail.eq(tail + 1)
 
@@ -334,10 +345,3 @@ class AxiMaster(wiring.Component):
                 m.d.sync += second.eq(0)
             with m.Else():
                 m.d.sync += second.eq(1)
-
-
-def _any(values):
-    out = 0
-    for v in values:
-        out = out | v
-    return out

@@ -16,20 +16,30 @@ hw.concatenate stored in their places are independent; on-chip memories by any u
 Each level of more than one entry becomes a Parallel: its patterns start together, and its
 collectives run one after another beside them (they share the links and the collective
 channel), on the PE's own DRAM channel for collectives (hw/pe.py `cmem`), so neither waits
-for the other and the level takes as long as its slowest child (model.py). A root with no
-collective is left as it is.
+for the other and the level takes as long as its slowest child (model.py).
+
+A level of copies only (loads, stores, and pipes that move elements unchanged), next to such
+a level, joins its chain of collectives when none of its copies conflicts with that level's
+patterns: the level before runs first in the chain (it gathers the collectives' operands),
+the level after runs last (it places their results), all beside the level's patterns; they
+share the patterns' DRAM channel with them (the model's arbiter). Only copies join: the
+chain hides data movement behind the level's work, never runs a second computation beside it
+(each pattern has hardware of its own, so two would run at once, a speedup no schedule asked
+for). A root with no collective is left as it is.
 
     collective matmul: ppermute(chunk s) -> chunk s+1 runs beside chunk s @ b
-    halo exchange:     four ppermutes of a block's edges run beside the copy of its inside
-                       into the padded block the stencil reads
+    halo exchange:     the block's edges copied out, four ppermutes of them, the received
+                       edges stored into the padded block: one chain beside the copy of the
+                       block's inside into it
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from .. import ir
 from ..affine import to_affine
-from ..loops import Collective, Load, Loop, LoopProgram, Mem, Parallel, Pipe, Store, children
+from ..loops import Collective, Load, Loop, LoopProgram, Mem, Parallel, Pipe, Store, Write, children, walk
 
 
 def overlap(prog: LoopProgram, schedule=None) -> LoopProgram:
@@ -49,20 +59,80 @@ def overlap(prog: LoopProgram, schedule=None) -> LoopProgram:
             continue
         latest = min((levels[k] - 1 for k in range(j + 1, n) if j in after[k]), default=max(levels))
         levels[j] = next((lv for lv in busy if levels[j] <= lv <= latest), levels[j])
-    stages: list = []
+    groups = []
     for level in sorted(set(levels)):
-        mine = [e for e, lv in zip(entries, levels) if lv == level]
-        colls = [e for e in mine if isinstance(e, Collective)]
-        # the collectives one after another on the collective unit, where the first one is
-        kids = [(_sequence(colls) if e is colls[0] else None) if isinstance(e, Collective) else e for e in mine]
-        kids = [e for e in kids if e is not None]
-        stages.append(kids[0] if len(kids) == 1 else Parallel(tuple(kids)))
+        mine = [j for j, lv in zip(range(n), levels) if lv == level]
+        groups.append(
+            {
+                "copies": [_copies(entries[j]) for j in mine],
+                "patterns": [j for j in mine if not isinstance(entries[j], Collective)],
+                "collectives": [j for j in mine if isinstance(entries[j], Collective)],
+                "before": [],
+                "after": [],
+            }
+        )
+    groups = _chain(groups, uses)
+    stages = [_level(g, entries) for g in groups]
     return dataclasses.replace(prog, root=Loop((), tuple(stages)))
 
 
-def _sequence(entries: list):
-    """One entry as it is, several as a loop of no counters running them in order."""
-    return entries[0] if len(entries) == 1 else Loop((), tuple(entries))
+def _chain(groups: list, uses: list) -> list:
+    """Levels of patterns only, next to a level with collectives and patterns, whose patterns
+    none of them conflicts with, join that level's collectives: before them (they feed them)
+    or after them (they read their results), all beside the level's patterns."""
+    out: list = []
+    for k, g in enumerate(groups):
+        if g is None:
+            continue
+        if g["collectives"] and g["patterns"]:
+            prev = out[-1] if out else None
+            if prev is not None and _alone(prev) and _apart(prev["patterns"], g["patterns"], uses):
+                g["before"] = out.pop()["patterns"]
+            nxt = groups[k + 1] if k + 1 < len(groups) else None
+            if nxt is not None and _alone(nxt) and _apart(nxt["patterns"], g["patterns"], uses):
+                g["after"] = nxt["patterns"]
+                groups[k + 1] = None
+        out.append(g)
+    return out
+
+
+def _alone(g: dict) -> bool:
+    """A level of copies only, not yet joined to another's collectives."""
+    return not g["collectives"] and not g["before"] and not g["after"] and all(g["copies"])
+
+
+def _copies(entry) -> bool:
+    """Whether `entry` only moves data: its pipes write elements they read (or constants)
+    unchanged, with no combining."""
+    for c in walk(entry):
+        if isinstance(c, Collective):
+            return False
+        if isinstance(c, Pipe):
+            for w in c.writes:
+                if not isinstance(w, Write) or w.op is not None or not isinstance(w.value, (ir.MemRead, ir.Const)):
+                    return False
+    return True
+
+
+def _apart(some: list, others: list, uses: list) -> bool:
+    return not any(_conflict(uses[a], uses[b]) or _conflict(uses[b], uses[a]) for a in some for b in others)
+
+
+def _level(g: dict, entries: list):
+    """A level as one entry: its patterns, and beside them the collectives one after another
+    on the collective unit (with the patterns that feed them before and those that read them
+    after), as a Parallel; or the lone entry."""
+    kids = [entries[j] for j in g["patterns"]]
+    if g["collectives"]:
+        chain = [_together([entries[j] for j in g["before"]])] if g["before"] else []
+        chain += [entries[j] for j in g["collectives"]]
+        chain += [_together([entries[j] for j in g["after"]])] if g["after"] else []
+        kids.append(chain[0] if len(chain) == 1 else Loop((), tuple(chain)))
+    return kids[0] if len(kids) == 1 else Parallel(tuple(kids))
+
+
+def _together(entries: list):
+    return entries[0] if len(entries) == 1 else Parallel(tuple(entries))
 
 
 def _conflict(first: tuple, second: tuple) -> bool:

@@ -7,9 +7,11 @@ Each PE holds a block of the grid. It needs one row or column beyond each edge o
 (its halo), which its neighbours hold: four `hw.ppermute`s along the mesh's axes bring them.
 The PEs on the grid's edge receive zeros from nobody (a partial permutation), which is the
 zero boundary. The body pads its block with the halos (`hw.concatenate`, stored in the PE's
-DRAM) and computes the stencil over the padded block. The four permutes run one after another
-on the collective unit while the PE copies its block into the padded one (passes/overlap.py),
-so the exchange hides behind that copy; only the stores of the received edges follow it.
+DRAM) and computes the stencil over the padded block. A column edge is sent as a row
+(`.T`): the copy that gathers it and the one that stores the received halo into the padded
+block then each move one side a word a DRAM beat and the other whole beats. The exchange
+(edges copied out, four permutes one after another on the collective unit, received edges
+stored) runs beside the copy of the block into the padded one (passes/overlap.py).
 
 `build(px, py, n)` makes the kernel for a px x py torus and an n x n grid (px = py = 1: one PE,
 the halos all zeros, no link); benchmarks/stencil.py measures 1, 4 and 16 PEs.
@@ -40,8 +42,8 @@ def build(px, py, n, rows=8, lanes=4, link=hw.LinkConfig(latency=4)):
     def body(block):
         above = halo(block[bn - 1 : bn, :], "x", px, down=True)
         below = halo(block[0:1, :], "x", px, down=False)
-        left = halo(block[:, bm - 1 : bm], "y", py, down=True)
-        right = halo(block[:, 0:1], "y", py, down=False)
+        left = halo(block[:, bm - 1 : bm].T, "y", py, down=True).T
+        right = halo(block[:, 0:1].T, "y", py, down=False).T
         corner = hw.zeros((1, 1), int32)  # a 5-point stencil never reads the corners
         padded = hw.concatenate(
             [
