@@ -137,19 +137,21 @@ class AxiKernel:
         await self.control.write_dword(GIE, 1)
         await self.control.write_dword(IER, 1)
         await self.control.write_dword(CTRL, 1)
-        if not int(self.dut.irq.value):
-            limit = Timer(timeout_cycles * PERIOD_NS, "ns")
-            if await First(RisingEdge(self.dut.irq), limit) is limit:
-                raise KernelError(f"no interrupt within {timeout_cycles} cycles")
-        self.status = status = await self.control.read_dword(STATUS)
-        if check and status & 3:
-            raise KernelError(f"an AXI error response (STATUS {status:#x})")
-        raised = [f for k, f in enumerate(self.info["flags"]) if status >> (2 + k) & 1]
-        if check and raised:
-            raise KernelError(f"run-time flag raised: {', '.join(raised)}")
-        cycles = await self.get_register(CYCLES, 64)
-        await self.control.write_dword(ISR, 1)
-        return cycles
+        try:
+            if not int(self.dut.irq.value):
+                limit = Timer(timeout_cycles * PERIOD_NS, "ns")
+                if await First(RisingEdge(self.dut.irq), limit) is limit:
+                    raise KernelError(f"no interrupt within {timeout_cycles} cycles")
+            self.status = status = await self.control.read_dword(STATUS)
+            if check and status & 3:
+                raise KernelError(f"an AXI error response (STATUS {status:#x})")
+            raised = [f for k, f in enumerate(self.info["flags"]) if status >> (2 + k) & 1]
+            if check and raised:
+                raise KernelError(f"run-time flag raised: {', '.join(raised)}")
+            return await self.get_register(CYCLES, 64)
+        finally:  # the interrupt cleared, also when the run failed (ISR toggles: write back what is set)
+            if await self.control.read_dword(ISR) & 1:
+                await self.control.write_dword(ISR, 1)
 
     async def result(self, name: str) -> int:
         """Scalar result `name` of the last run, as its raw bits."""

@@ -192,7 +192,7 @@ def test_sim_writes_waves(capsys, tmp_path, monkeypatch):
     code, out, _ = run(["build", path], capsys)  # a rebuild keeps the waves and synthesis results
     assert code == 0
     kept = sorted(p.name for p in (tmp_path / "rtl_out" / "double").iterdir())
-    assert kept == ["double.v", "double.vcd", "double.vlt", "report.json", "synth-ecp5"]
+    assert kept == ["double.core", "double.v", "double.vcd", "double.vlt", "report.json", "synth-ecp5"]
     assert "simulation" not in json.loads((tmp_path / "rtl_out" / "double" / "report.json").read_text())
 
 

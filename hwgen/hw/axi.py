@@ -9,8 +9,8 @@ width (`words` x the word's bytes) at addresses aligned to the bus. So:
 - a beat at an aligned word address is an AXI burst of one beat; one that is not is a burst
   of two (INCR), whose halves the bridge joins (reads) or splits with write strobes (writes;
   one beat when the masked words all fall in the first);
-- one ID (0) each way, so responses come back in order: up to `reads` read bursts and
-  `writes` write bursts are outstanding;
+- one ID (0) each way, so responses come back in order: up to READS read requests and
+  WRITES write requests of the kernel are outstanding (a split one is two bursts);
 - a read that touches a bus beat of a write whose response (B) has not come back waits for
   it, which keeps the channel's contract (a read requested after a write is accepted sees
   it; one requested before may see it or not, which no single-PE kernel depends on: none
@@ -120,7 +120,10 @@ class AxiMaster(wiring.Component):
         axi = self.axi
         for ch in ("ar", "aw"):
             m.d.comb += [getattr(axi, f"{ch}size").eq((self.data_bits // 8 - 1).bit_length())]
-            m.d.comb += [getattr(axi, f"{ch}burst").eq(1), getattr(axi, f"{ch}cache").eq(0b0011)]
+            m.d.comb += getattr(axi, f"{ch}burst").eq(1)
+        # reads modifiable and bufferable; writes not bufferable, so a B comes from where the
+        # data lands and `done` means every write is visible to the host
+        m.d.comb += [axi.arcache.eq(0b0011), axi.awcache.eq(0b0010)]
         flight = self._writes_in_flight(m)
         self._reads(m, flight)
         self._writes(m, flight)

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import HwgenError
+
 CTRL, GIE, IER, ISR, STATUS, CYCLES = 0x00, 0x04, 0x08, 0x0C, 0x10, 0x18
 FIRST_SLOT = 0x20
 
@@ -68,6 +70,14 @@ def register_map(prog, flags: list, addr_bits: int, dtype_bits) -> list:
             Reg(f"RES_{s.name.upper()}", offset, dtype_bits(s.mem.dtype), "ro", f"res_{s.name}", f"result {s.name}")
         )
         offset += 8
+    names = {}
+    for r in regs:
+        if r.name in names:
+            raise HwgenError(
+                f"wrap='axi' names a register after each argument, array and result in upper case: "
+                f"'{names[r.name]}' and '{r.port}' both give {r.name}; rename one"
+            )
+        names[r.name] = r.port
     return regs
 
 

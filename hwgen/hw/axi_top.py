@@ -16,8 +16,8 @@ after the register write; `done` (CTRL bit 1, ISR bit 0) is set once the kernel 
 every write it made has been answered. CYCLES counts from the kernel's start to then.
 
 The slave takes a write when both its address and data are valid (one at a time, answered
-OKAY the next cycle) and a read the cycle after its address (the data registered), so every
-output comes from a flip-flop.
+OKAY the next cycle; its awready and wready are that condition) and a read whenever no read
+data waits (arready), answering it the next cycle from a register.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from amaranth.hdl import Cat, ClockDomain, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from ..errors import HwgenError
 from . import axi_regs
 from .axi import AxiMaster, axi4, axi_addr_bits
 from .datapath import dtype_shape
@@ -65,6 +66,12 @@ class AxiTop(wiring.Component):
         if self.top.rings:
             raise ValueError("a mesh PE cannot be wrapped in AXI")
         self.word_bytes = self.top.word_bits // 8
+        if self.top.word_bits * dram.words_per_cycle > 1024:
+            raise HwgenError(
+                f"wrap='axi' needs a memory bus of at most 1024 bits (AXI4's widest); {dram.words_per_cycle} words "
+                f"of {self.top.word_bits} bits a beat make {self.top.word_bits * dram.words_per_cycle}: lower "
+                "DramConfig.words_per_cycle"
+            )
         self.bridge = AxiMaster(dram.addr_bits, self.top.word_bits, dram.words_per_cycle, self.top.tag_bits)
         self.addr_bits = axi_addr_bits(dram.addr_bits, self.top.word_bits)
         self.flags = flags
@@ -120,7 +127,7 @@ class AxiTop(wiring.Component):
         with m.If(running):
             m.d.sync += cycles.eq(cycles + 1)
         m.d.comb += self.irq.eq(values["GIE"] & values["IER"] & isr)
-        self._writes(m, values, running, kick)
+        self._writes(m, values, running, kick, finished)
         status = Cat(bridge.rd_error, bridge.wr_error, *(getattr(top, f) for f in self.flags))
         read_only = {"CTRL": Cat(kick, done, ~running & ~kick), "STATUS": status, "CYCLES": cycles}
         for r in self.regs:
@@ -132,9 +139,10 @@ class AxiTop(wiring.Component):
     def _port(self, name: str):
         return getattr(self, f"s_axi_control_{name}")
 
-    def _writes(self, m, values: dict, running, kick) -> None:
+    def _writes(self, m, values: dict, running, kick, finished) -> None:
         """The write channels: a write with its address and data both valid is taken at once
-        and answered OKAY the next cycle; CTRL bit 0 starts an idle kernel, ISR toggles."""
+        and answered OKAY the next cycle; CTRL bit 0 starts an idle kernel, ISR toggles (a run
+        finishing in the same cycle still sets it)."""
         p = self._port
         bvalid = p("bvalid")
         take = Signal(name="lite_wr_take")
@@ -153,11 +161,11 @@ class AxiTop(wiring.Component):
             for half in range(0, r.bits, 32):  # the slot's low word, then its high word
                 with m.If(take & (word == (r.offset + half // 8) >> 2)):
                     if r.name == "CTRL":
-                        with m.If(data[0] & ~running & ~kick):
+                        with m.If(strb[0] & data[0] & ~running & ~kick):
                             m.d.sync += kick.eq(1)
                     elif r.name == "ISR":
                         with m.If(strb[0]):
-                            m.d.sync += value.eq(value ^ data[0])
+                            m.d.sync += value.eq((value ^ data[0]) | finished)
                     else:
                         for b in range(0, min(32, r.bits - half), 8):
                             with m.If(strb[b // 8]):

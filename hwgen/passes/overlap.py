@@ -77,9 +77,9 @@ def overlap(prog: LoopProgram, schedule=None) -> LoopProgram:
 
 
 def _chain(groups: list, uses: list) -> list:
-    """Levels of patterns only, next to a level with collectives and patterns, whose patterns
-    none of them conflicts with, join that level's collectives: before them (they feed them)
-    or after them (they read their results), all beside the level's patterns."""
+    """Levels of copies only, next to a level with collectives and patterns, none of whose
+    copies conflicts with those patterns, join that level's collectives: before them (they
+    feed them) or after them (they place their results), all beside the level's patterns."""
     out: list = []
     for k, g in enumerate(groups):
         if g is None:
