@@ -21,7 +21,7 @@ from hwgen_sim.axi_kernel import kernel_info
 
 from .axi_sim import build_simulator
 from .build import elaborate
-from .errors import HwgenError, SimulationError, user_loc
+from .errors import HwgenError, Loc, SimulationError, user_loc
 
 
 @dataclass
@@ -60,9 +60,16 @@ def run_user_test(kernel, test_path, seed: int = 0) -> UserTestResult:
         shutil.rmtree(work, ignore_errors=True)
 
 
+NO_TESTS = (
+    "cocotb ran no test from this file: it holds no @cocotb.test(), or importing it failed "
+    "(set HWGEN_VERBOSE=1 for the log)"
+)
+
+
 def _results(xml: Path, path: Path, loc) -> UserTestResult:
+    """The tests' outcomes from cocotb's results file; none is an error at the test file."""
     if not xml.exists():
-        raise SimulationError(f"cocotb ran no tests from '{path}' (set HWGEN_VERBOSE=1 for the log)", loc)
+        raise SimulationError(NO_TESTS, Loc(str(path), 0))
     out = UserTestResult()
     for case in ET.parse(xml).getroot().iter("testcase"):
         name = case.get("name", "?")
@@ -75,5 +82,5 @@ def _results(xml: Path, path: Path, loc) -> UserTestResult:
         elif case.find("skipped") is None:
             out.passed.append(name)
     if not out.passed and not out.failed:
-        raise SimulationError(f"'{path}' holds no cocotb test (@cocotb.test())", loc)
+        raise SimulationError(NO_TESTS, Loc(str(path), 0))
     return out

@@ -375,3 +375,33 @@ def test_users_cocotb_argument_errors(capsys, tmp_path):
     test = write(tmp_path, "my_test.py", FAILING_TEST)
     code, out, err = run(["sim", path, "--cocotb", test, "--pause", "0.1"], capsys)
     assert code == 1 and err.startswith("error: --cocotb runs your tests against the kernel behind AXI: --latency")
+
+
+MESH_APP = Path(__file__).resolve().parent.parent / "patterns" / "mesh" / "allreduce.py"
+
+
+@pytest.mark.parametrize("command", [["build"], ["sim"], ["synth", "--target", "ecp5"]])
+def test_wrap_of_a_mesh_app_is_refused(capsys, tmp_path, command):
+    code, out, err = run(
+        [command[0], str(MESH_APP), *command[1:], "--out", str(tmp_path / "rtl"), "--wrap", "axi"], capsys
+    )
+    assert code == 1 and out == ""
+    assert err == "error: --wrap axi wraps a single-PE kernel; 'allreduce' runs on a mesh\n"
+    assert not (tmp_path / "rtl").exists()
+
+
+def test_users_cocotb_tests_of_a_mesh_app_are_refused(capsys, tmp_path):
+    test = write(tmp_path, "my_test.py", FAILING_TEST)
+    code, out, err = run(["sim", str(MESH_APP), "--cocotb", test], capsys)
+    assert code == 1 and err == "error: --cocotb runs a single-PE kernel behind AXI; 'allreduce' runs on a mesh\n"
+
+
+@pytest.mark.rtl
+def test_users_cocotb_file_without_tests(capsys, tmp_path):
+    path = write(tmp_path, "good.py", GOOD)
+    test = write(tmp_path, "no_tests.py", "import cocotb\n")
+    code, out, err = run(["sim", path, "--cocotb", test], capsys)
+    assert code == 1 and err == (
+        f"error: {show_path(test)}: cocotb ran no test from this file: it holds no @cocotb.test(), or importing it "
+        "failed (set HWGEN_VERBOSE=1 for the log)\n"
+    )
