@@ -64,6 +64,7 @@ def overlap(prog: LoopProgram, schedule=None) -> LoopProgram:
         mine = [j for j, lv in zip(range(n), levels) if lv == level]
         groups.append(
             {
+                "order": mine,
                 "copies": [_copies(entries[j]) for j in mine],
                 "patterns": [j for j in mine if not isinstance(entries[j], Collective)],
                 "collectives": [j for j in mine if isinstance(entries[j], Collective)],
@@ -120,14 +121,17 @@ def _apart(some: list, others: list, uses: list) -> bool:
 
 def _level(g: dict, entries: list):
     """A level as one entry: its patterns, and beside them the collectives one after another
-    on the collective unit (with the patterns that feed them before and those that read them
-    after), as a Parallel; or the lone entry."""
-    kids = [entries[j] for j in g["patterns"]]
-    if g["collectives"]:
-        chain = [_together([entries[j] for j in g["before"]])] if g["before"] else []
-        chain += [entries[j] for j in g["collectives"]]
-        chain += [_together([entries[j] for j in g["after"]])] if g["after"] else []
-        kids.append(chain[0] if len(chain) == 1 else Loop((), tuple(chain)))
+    on the collective unit (with the copies that feed them before and those that place their
+    results after), where the first collective stood, as a Parallel; or the lone entry."""
+    kids = []
+    for j in g["order"]:
+        if not isinstance(entries[j], Collective):
+            kids.append(entries[j])
+        elif j == g["collectives"][0]:
+            chain = [_together([entries[k] for k in g["before"]])] if g["before"] else []
+            chain += [entries[k] for k in g["collectives"]]
+            chain += [_together([entries[k] for k in g["after"]])] if g["after"] else []
+            kids.append(chain[0] if len(chain) == 1 else Loop((), tuple(chain)))
     return kids[0] if len(kids) == 1 else Parallel(tuple(kids))
 
 
