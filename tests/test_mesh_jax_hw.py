@@ -156,6 +156,64 @@ def test_a_partitioned_collective_matmul_equals_jax():
     np.testing.assert_array_equal(sim.outputs, np.asarray(f(a, b)))
 
 
+def test_operands_placed_by_other_splits_are_moved_by_all_to_alls_as_jax_does():
+    """Operands split along different dimensions (a's columns, b's rows over x): hwgen moves
+    one of them by an all-to-all (GSPMD's resharding) and the result equals jax.jit under the
+    same in_shardings, bit for bit."""
+    from jax.sharding import NamedSharding
+
+    import hwgen as hw
+    from hwgen import int32
+
+    ring = hw.Mesh((4,), ("x",), topology="ring")
+
+    @hw.kernel(mesh=ring, in_shardings=(hw.P(None, "x"), hw.P("x", None)), tile={"i": 4, "r": 4})
+    def mixed(a: hw.Array[int32, 16, 32], b: hw.Array[int32, 16, 32]):
+        c = hw.map((16, 32), lambda i, j: a[i, j] * 3 - 7)
+        return hw.map((16, 32), lambda r, s: (c[r, s] ^ b[r, s]) + a[r, s])
+
+    jmesh = JaxMesh(np.array(jax.devices()[:4]), ("x",))
+    ins = (NamedSharding(jmesh, JaxP(None, "x")), NamedSharding(jmesh, JaxP("x", None)))
+    f = jax.jit(lambda a, b: ((a * 3 - 7) ^ b) + a, in_shardings=ins)
+    rng = np.random.default_rng(7)
+    a = rng.integers(-(2**31), 2**31, (16, 32), dtype=np.int64).astype(np.int32)
+    b = rng.integers(-(2**31), 2**31, (16, 32), dtype=np.int64).astype(np.int32)
+    sim = mixed.simulate(a, b)
+    assert "all_to_all" in [c["kind"] for c in sim.design.report["collectives"]]
+    assert sim.design.report["in_specs"] == {"a": "P(None, 'x')", "b": "P('x')"}
+    np.testing.assert_array_equal(sim.outputs, np.asarray(f(a, b)))
+    assert sim.cycles == sim.predicted_cycles
+
+
+@pytest.mark.parametrize("first, second", [("x", "y"), (("x", "y"), ("y", "x"))])
+def test_operands_split_by_other_axes_are_moved_by_a_permute_as_jax_does(first, second):
+    """a's rows split over `first`, b's over `second` (as many blocks): hwgen moves one of
+    them by a permute over both axes (each PE takes the block it needs from the PE whose
+    coordinates swap its own) and the result equals jax.jit under the same in_shardings."""
+    from jax.sharding import NamedSharding
+
+    import hwgen as hw
+    from hwgen import int32
+
+    torus = hw.Mesh((2, 2), ("x", "y"))
+
+    @hw.kernel(mesh=torus, in_shardings=(hw.P(first, None), hw.P(second, None)), tile={"i": 4, "r": 4})
+    def mixed(a: hw.Array[int32, 16, 16], b: hw.Array[int32, 16, 16]):
+        c = hw.map((16, 16), lambda i, j: a[i, j] * 3)
+        return hw.map((16, 16), lambda r, s: c[r, s] - b[r, s])
+
+    jmesh = JaxMesh(np.array(jax.devices()[:4]).reshape(2, 2), ("x", "y"))
+    ins = (NamedSharding(jmesh, JaxP(first, None)), NamedSharding(jmesh, JaxP(second, None)))
+    f = jax.jit(lambda a, b: a * 3 - b, in_shardings=ins)
+    rng = np.random.default_rng(8)
+    a = rng.integers(-(2**31), 2**31, (16, 16), dtype=np.int64).astype(np.int32)
+    b = rng.integers(-(2**31), 2**31, (16, 16), dtype=np.int64).astype(np.int32)
+    sim = mixed.simulate(a, b)
+    assert [c["kind"] for c in sim.design.report["collectives"]] == ["permute"]
+    np.testing.assert_array_equal(sim.outputs, np.asarray(f(a, b)))
+    assert sim.cycles == sim.predicted_cycles
+
+
 def test_pipeline_mlp_equals_a_jax_spmd_pipeline():
     """patterns/mesh/pipeline_mlp.py against GPipe written in JAX: under jax.shard_map each
     device holds its stage's layers, and for M + K - 1 steps computes its stage on what the

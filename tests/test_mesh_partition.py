@@ -220,9 +220,17 @@ def test_a_sharding_constraint_picks_the_split_of_an_intermediate():
 
 
 def test_what_is_not_partitioned_yet_is_refused_with_the_users_line():
-    @hw.kernel(mesh=MESH, in_shardings=(hw.P("x"), hw.P("y")), out_shardings=hw.P("x"))  # L:moved
+    """b's 4 blocks over y cannot become the 2 over x that a + b reads (on a 2x2 mesh, 2
+    blocks each way, a permute moves them)."""
+
+    wide = hw.Mesh((2, 4), ("x", "y"))
+
+    @hw.kernel(mesh=wide, in_shardings=(hw.P("x"), hw.P("y")), out_shardings=hw.P("x"))  # L:moved
     def add(a: hw.Array[int32, 64], b: hw.Array[int32, 64]):
         return a + b
+
+    square = hw.kernel(mesh=MESH, in_shardings=(hw.P("x"), hw.P("y")), out_shardings=hw.P("x"))(add.fn)
+    assert [c["kind"] for c in square.elaborate().report["collectives"]] == ["permute"]
 
     with pytest.raises(hw.UnsupportedError) as e:
         add.elaborate()
@@ -306,6 +314,15 @@ def _to_one_value():
     return k
 
 
+def _split_by_other_axes():
+    @hw.kernel(mesh=hw.Mesh((2, 4), ("x", "y")), in_shardings=(hw.P("x"), hw.P("y")))
+    def k(a: hw.Array[int32, 8, 8], b: hw.Array[int32, 8, 8]):
+        c = hw.map((8, 8), lambda i, j: a[i, j] * 3)
+        return hw.map((8, 8), lambda r, s: c[r, s] + b[r, s])  # L:other-axes
+
+    return k
+
+
 def _multifold():
     @hw.kernel(mesh=RING2)
     def k(a: hw.Array[int32, 8]):
@@ -367,6 +384,13 @@ def _unmet_constraint():
             "sliced",
         ),
         (_to_one_value, "a reduction over split indices to a single value is not built yet", "one-value"),
+        (
+            _split_by_other_axes,
+            "the argument 'b' is split as hw.P('y') but read as hw.P('x'); moving blocks between these splits "
+            "is not built yet (an all-to-all moves the split of one dimension to another that is not split; "
+            "a permute, to as many blocks over other axes; a gather, where the read splits less)",
+            "other-axes",
+        ),
         (_multifold, "hw.multifold is not partitioned yet", "multifold"),
         (_count, "a count of a group-by, filter or flatmap is not partitioned yet", "count"),
         (_bool_result, "the result must be integers, not bool_ (convert it with .astype)", "bool"),

@@ -257,6 +257,7 @@ class _Partition:
 
     def _place(self) -> None:
         """A kernel argument read more finely split than placed is placed as read."""
+        shapes = {p.name: p.shape for p in self.kernel.program.params}
         for name in self.inputs:
             needs = {
                 self._needs(r, m, whole) for m in self.maps for r, whole in self._reads_in(m) if _key(r.src) == name
@@ -271,6 +272,8 @@ class _Partition:
                 )
             if finer:
                 (n,) = finer
+                if _moved(placed, n, shapes[name], self.mesh):
+                    continue  # placed as given; its reads move it (an all-to-all: _operand)
                 if any(p and p != a for a, p in zip(n, placed)):
                     self.refuse(
                         f"the argument '{name}' is placed {_show(placed)} but read as {_show(n)}; give it "
@@ -411,10 +414,16 @@ class _Partition:
         node, spec = self.local[_key(r.src)]
         needs = self._needs(r, m, whole)
         what = f"the argument '{r.src.name}'" if isinstance(r.src, ir.Input) else "an intermediate array"
+        if _moved(spec, needs, node.shape, self.mesh):
+            node, spec = _all_to_all(node, spec, needs, self.mesh, r.loc or m.loc)
+        if _swapped(spec, needs, self.mesh):
+            node, spec = _permute(node, spec, needs, self.mesh, r.loc or m.loc)
         if any(a and a != s for a, s in zip(needs, spec)):
             self.refuse(
                 f"{what} is split as {_show(spec)} but read as {_show(needs)}; moving blocks between "
-                f"splits (an all-to-all, or a slice after a gather) is not built yet",
+                f"these splits is not built yet (an all-to-all moves the split of one dimension to "
+                f"another that is not split; a permute, to as many blocks over other axes; a gather, "
+                f"where the read splits less)",
                 r.loc or m.loc,
             )
         return self._gather(node, spec, needs, r.loc or m.loc, what)
@@ -433,23 +442,10 @@ class _Partition:
 
     def _move(self, node, spec: tuple, out: tuple) -> tuple:
         """The result (node, spec) moved by an all-to-all when `out` splits another dimension
-        by the axes it is split by along one (GSPMD's resharding: split along d over A, wanted
-        along e over A: all_to_all(A, split=e, concat=d)); else as it is."""
-        diff = [d for d, (s, o) in enumerate(zip(spec, out)) if s != o]
-        if len(diff) != 2:
-            return node, spec
-        d, e = diff if spec[diff[0]] else diff[::-1]
-        if not spec[d] or spec[e] or out[d] or out[e] != spec[d]:
-            return node, spec
-        axes = spec[d]
-        if node.shape[e] % _size(axes, self.mesh):
-            return node, spec
-        shape = list(node.shape)
-        shape[e] //= _size(axes, self.mesh)
-        shape[d] *= _size(axes, self.mesh)
-        params = (("concat", d), ("split", e), ("tiled", True))
-        node = ir.Collective("all_to_all", axes, params, node, tuple(shape), loc=self.result.node.loc)
-        return node, tuple(out)
+        by the axes it is split by along one; else as it is."""
+        if _moved(spec, out, node.shape, self.mesh):
+            return _all_to_all(node, spec, out, self.mesh, self.result.node.loc)
+        return node, spec
 
     def _gather(self, node, spec: tuple, needs: tuple, loc, what: str):
         """`node` (split by `spec`) all-gathered along every dimension `needs` splits less
@@ -461,6 +457,79 @@ class _Partition:
                 params = (("axis", d), ("tiled", True))
                 node = ir.Collective("all_gather", s, params, node, tuple(shape), loc=loc)
         return node
+
+
+def _moved(spec: tuple, want: tuple, shape: tuple, mesh) -> bool:
+    """Whether an array of `shape` (whole, or its block on each PE: the same along the
+    dimension that moves) split by `spec` becomes split by `want` by one all-to-all: `want` splits another dimension
+    e by the axes `spec` splits dimension d by, and the two agree elsewhere (GSPMD's
+    resharding: along d over A, wanted along e over A: all_to_all(A, split=e, concat=d))."""
+    diff = [d for d, (s, o) in enumerate(zip(spec, want)) if s != o]
+    if len(diff) != 2:
+        return False
+    d, e = diff if spec[diff[0]] else diff[::-1]
+    if not spec[d] or spec[e] or want[d] or want[e] != spec[d]:
+        return False
+    return shape[e] % _size(spec[d], mesh) == 0
+
+
+def _all_to_all(node, spec: tuple, want: tuple, mesh, loc) -> tuple:
+    """(node, spec) moved to `want` by an all-to-all (the form of _moved)."""
+    diff = [d for d, (s, o) in enumerate(zip(spec, want)) if s != o]
+    d, e = diff if spec[diff[0]] else diff[::-1]
+    axes = spec[d]
+    shape = list(node.shape)
+    shape[e] //= _size(axes, mesh)
+    shape[d] *= _size(axes, mesh)
+    params = (("concat", d), ("split", e), ("tiled", True))
+    return ir.Collective("all_to_all", axes, params, node, tuple(shape), loc=loc), tuple(want)
+
+
+def _swapped(spec: tuple, want: tuple, mesh) -> bool:
+    """Whether `want` splits one dimension by other axes A' than the axes A `spec` splits it
+    by, into as many blocks, and agrees elsewhere: each PE then holds a block another PE
+    needs, and one permute moves them (_permute)."""
+    diff = [d for d, (s, o) in enumerate(zip(spec, want)) if s != o]
+    if len(diff) != 1:
+        return False
+    (d,) = diff
+    a, b = spec[d], want[d]
+    others = {x for k, axes in enumerate(spec) if k != d for x in axes}
+    return bool(a and b) and _size(a, mesh) == _size(b, mesh) and not others & (set(a) | set(b))
+
+
+def _permute(node, spec: tuple, want: tuple, mesh, loc) -> tuple:
+    """(node, spec) moved to `want` by a permute (the form of _swapped) over the axes G of
+    both splits: PE c needs the block numbered by its coordinates along A' (row-major), which
+    every PE whose coordinates along A number it holds; it takes it from the one whose
+    coordinates along G outside A number what c's along G outside A' do, so every PE sends
+    one block and receives one."""
+    (d,) = [d for d, (s, o) in enumerate(zip(spec, want)) if s != o]
+    a, b = spec[d], want[d]
+    group = tuple(x for x in mesh.axis_names if x in a or x in b)
+    rest_a = tuple(x for x in group if x not in a)
+    rest_b = tuple(x for x in group if x not in b)
+    sizes = mesh.shape
+
+    def number(coords: dict, axes: tuple) -> int:
+        n = 0
+        for x in axes:
+            n = n * sizes[x] + coords[x]
+        return n
+
+    def place(n: int, axes: tuple) -> dict:
+        out = {}
+        for x in reversed(axes):
+            n, out[x] = divmod(n, sizes[x])
+        return out
+
+    perm = []
+    for dst in range(_size(group, mesh)):
+        c = place(dst, group)
+        src = {**place(number(c, b), a), **place(number(c, rest_b), rest_a)}
+        perm.append((number(src, group), dst))
+    node = ir.Collective("ppermute", group, (("perm", tuple(sorted(perm))),), node, node.shape, loc=loc)
+    return node, tuple(want)
 
 
 # the other array nodes a program for whole arrays may hold (no shard_map: mesh/checks.py)
