@@ -55,7 +55,7 @@ def run_user_test(kernel, test_path, seed: int = 0) -> UserTestResult:
             runner.run(build_dir, work, [], env, test=path.stem, path=str(path.resolve().parent))
         except runner.ToolError as e:
             raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
-        return _results(work / "results.xml", path, loc)
+        return _results(work / "results.xml", path)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -66,7 +66,7 @@ NO_TESTS = (
 )
 
 
-def _results(xml: Path, path: Path, loc) -> UserTestResult:
+def _results(xml: Path, path: Path) -> UserTestResult:
     """The tests' outcomes from cocotb's results file; none is an error at the test file."""
     if not xml.exists():
         raise SimulationError(NO_TESTS, Loc(str(path), 0))

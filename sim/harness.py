@@ -358,8 +358,9 @@ class MeshLayout(EntryLayout):
             (d.name, d.size, d.dtype, "in" if d.name in args else "out" if d.name == mp.result else "scratch")
             for d in self.arrays
         ]
-        if mp.aliases and all(e[0] != mp.result for e in names):  # the result is written by its parts
-            part = next(d for d in design.program.drams if d.name in mp.aliases)
+        parts = [d for d in design.program.drams if mp.aliases.get(d.name, ("",))[0] == mp.result]
+        if parts and all(e[0] != mp.result for e in names):  # the result is written by its parts
+            part = parts[0]
             names.append((mp.result, math.prod(mp.shape), part.dtype, "out"))
         for r in mp.rings:  # each phase's result (phases may share one)
             role = "out" if r.dst == mp.result else "scratch"

@@ -84,7 +84,7 @@ def test_roll_is_numpys_also_by_a_pes_coordinate():
     np.testing.assert_array_equal(by_pe(a), want)
 
 
-def test_a_joined_array_is_read_only_on_a_mesh_and_a_rolled_one_never():
+def test_a_joined_array_and_a_rolled_argument_are_read_only_on_a_mesh():
     @hw.kernel
     def k(a: hw.Array[int32, 4]):
         both = hw.concatenate([a, a])
@@ -105,14 +105,29 @@ def test_a_joined_array_is_read_only_on_a_mesh_and_a_rolled_one_never():
 
         @hw.kernel
         def k2(a: hw.Array[int32, 4]):
-            return hw.roll(a, 1) * 2  # L:compute
+            return hw.roll(a + 1, 1) * 2  # L:compute
 
     check(
         e.value,
         hw.UnsupportedError,
-        "the result of hw.roll can only be returned (by the kernel, or by a shard_map body), not read or "
-        "computed with: compute on its parts before joining them",
+        "the result of hw.roll can only be returned (by the kernel, or by a shard_map body), or read when it "
+        "rolls an argument: compute on the parts before joining them",
         "compute",
+    )
+
+    @hw.kernel
+    def k3(a: hw.Array[int32, 4]):
+        return hw.roll(a, 1) * 2  # L:readroll
+
+    np.testing.assert_array_equal(k3(a), np.roll(a, 1) * 2)  # the golden model reads it
+    with pytest.raises(hw.HwgenError) as e:
+        k3.elaborate()
+    check(
+        e.value,
+        hw.UnsupportedError,
+        "a rolled argument is read: on one PE read the argument at the rolled index instead (inside a "
+        "shard_map body on a mesh, each PE reads its rows of it in place)",
+        "readroll",
     )
 
 

@@ -261,9 +261,9 @@ def test_shardings_are_checked_when_the_kernel_is_made():
 
 
 def _read_two_ways():
-    @hw.kernel(mesh=RING2, in_shardings=(hw.P(), hw.P("x")))  # L:two-ways
-    def k(a: hw.Array[int32, 8], b: hw.Array[int32, 8]):
-        return hw.map(8, lambda i: a[i] + b[i]) + hw.map(8, lambda j: a[7 - j])
+    @hw.kernel(mesh=RING2, in_shardings=(hw.P(), hw.P(None, "x")))  # L:two-ways
+    def k(a: hw.Array[int32, 4, 8], b: hw.Array[int32, 4, 8]):
+        return hw.map((4, 8), lambda i, j: a[i, j] + b[i, j]) + hw.map((4, 8), lambda r, s: a[3 - r, 7 - s])
 
     return k
 
@@ -370,7 +370,11 @@ def _unmet_constraint():
 @pytest.mark.parametrize(
     "make, why, marker",
     [
-        (_read_two_ways, "the argument 'a' is read as hw.P('x') and replicated; placing it needs one way", "two-ways"),
+        (
+            _read_two_ways,
+            "the argument 'a' is read as hw.P(None, 'x') and replicated; placing it needs one way",
+            "two-ways",
+        ),
         (
             _placed_otherwise,
             "the argument 'a' is placed hw.P(None, 'x') but read as hw.P('x', 'y'); give it in_shardings "
@@ -601,6 +605,26 @@ def test_a_square_gathered_matmul_follows_the_operand_split_as_its_result():
         report = square.elaborate().report
         assert [c["kind"] for c in report["collectives"]] == kinds
         assert report["in_specs"] == {"a": "P('x')", "b": "P(None, 'x')"}
+
+
+@pytest.mark.rtl
+def test_an_argument_read_split_and_whole_stays_whole_and_each_pe_reads_its_rows_in_place():
+    """GSPMD's free local slice: b is placed whole (a @ b reads it so); c.T @ b contracts
+    over c's rows, split over x, so it reads b's rows split: each PE its rows of its copy,
+    where they lie (an array of the PE program inside b, at a per-PE place), then psum."""
+
+    @hw.kernel(mesh=RING4, in_shardings=(hw.P("x"), hw.P()), tile={"@i": 4})
+    def k(a: hw.Array[int32, 16, 16], b: hw.Array[int32, 16, 16]):
+        c = a @ b
+        return c.T @ b
+
+    a, b = wide(16, 16) % 1000, wide(16, 16) % 1000
+    sim = k.verify(a, b)
+    c = a.astype(np.int64) @ b
+    np.testing.assert_array_equal(sim.outputs, (c.T @ b).astype(np.int32))
+    assert sim.cycles == sim.predicted_cycles
+    assert [c["kind"] for c in sim.design.report["collectives"]] == ["all_reduce"]
+    assert sim.design.plan.aliases == {"b_slice": ("b", (0, 64, 128, 192))}
 
 
 @pytest.mark.rtl

@@ -88,10 +88,10 @@ class ArrayVal(_Operators):
     def elem(self, idx: tuple) -> Val:
         """The element at `idx`, a tuple of Vals (weak index expressions)."""
         assert len(idx) == self.ndim
-        if isinstance(self.node, ir.Roll):
+        if isinstance(self.node, ir.Roll) and not isinstance(self.node.x, ir.Input):
             raise UnsupportedError(
                 "the result of hw.roll can only be returned (by the kernel, or by a shard_map body), "
-                "not read or computed with: compute on its parts before joining them",
+                "or read when it rolls an argument: compute on the parts before joining them",
                 user_loc(),
             )
         if self.node is not None:
@@ -370,7 +370,8 @@ def concatenate(arrays, axis=0) -> ArrayVal:
 def roll(a, shift, axis=None) -> ArrayVal:
     """numpy's `roll(a, shift, axis)` along axis 0 (axis None: a 1-D array only, as numpy
     flattens): element i of the result is a[(i - shift) mod n]; the shift may be a traced int
-    scalar (hw.axis_index on a mesh). It can only be returned."""
+    scalar (hw.axis_index on a mesh). It can only be returned, or read when it rolls an
+    argument (a shard_map body's block: the PE's rows of it, mesh/slices.py)."""
     loc = user_loc()
     if not isinstance(a, ArrayVal):
         raise TraceError("hw.roll rolls an array", loc)

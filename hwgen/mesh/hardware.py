@@ -45,6 +45,7 @@ from .collectives import axis_param
 from .dim0 import along_dim0
 from .mesh import LinkConfig, unravel
 from .partition import partition
+from .slices import rolled_inputs
 from .spmd import body_nodes, collectives_in_order
 
 # the body's collective -> (the ring unit's kind, its operation)
@@ -203,8 +204,8 @@ def _plan(kernel, prog, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusa
     out = sm.body[0]
     if not isinstance(out, ir.ArrayNode) or out.dtype.is_bool:
         refuse("the shard_map body must return an array of integers", sm.loc)
-    if res.port.dtype != raw_dtype(res.port.dtype) or res.port.dtype != out.dtype:
-        refuse("fixed-point results are not built yet", sm.loc)
+    if raw_dtype(res.port.dtype) != out.dtype:  # a fixed-point result: its raw integers
+        refuse(f"the shard_map body returns {out.dtype.name}, not the kernel's {res.port.dtype.name}", sm.loc)
     # the arguments: the kernel's arrays, each passed once, split on dimension 0 or replicated
     params = {pp.name: pp for pp in prog.params}
     if any(not pp.is_array for pp in prog.params):
@@ -214,8 +215,6 @@ def _plan(kernel, prog, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusa
     rename, in_specs, local_params = {}, {}, []
     for a, spec, inp in zip(sm.args, sm.in_specs, sm.params):
         port = params[a.name]
-        if port.dtype != raw_dtype(port.dtype):
-            refuse("fixed-point arguments are not built yet", sm.loc)
         rename[inp] = ir.Input(a.name, inp.dtype, inp.shape)
         in_specs[a.name] = spec
         local_params.append(Port(a.name, port.dtype, inp.shape))
@@ -241,11 +240,19 @@ def _plan(kernel, prog, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusa
                 "run-time checks (a group-by's max_keys, a multifold subscript from data) are not built on meshes",
                 sub.loc,
             )
+    aliases = {}  # arrays lying in another at a per-PE place: rolled arguments, a rolled result's parts
+    for roll, (shape, offsets) in rolled_inputs(out, set(sm.params), mesh, dram.words_per_cycle, refuse).items():
+        target = rename[roll.x].name
+        name = _fresh(f"{target}_slice", taken)
+        taken.add(name)
+        aliases[name] = (target, offsets)
+        local_params.append(Port(name, roll.dtype, shape))
+        rename[ir.transform(roll, lambda x: rename.get(x))] = ir.Input(name, roll.dtype, shape)
     extents = dict(prog.extents)
     out = along_dim0(out, extents)  # collectives along other dimensions, between local transposes
     colls = collectives_in_order([out])
     joined = list(dict.fromkeys(ir.Concat.used([out])))  # hw.concatenate results the body reads
-    plans, results, aliases = [], [], {}
+    plans, results = [], []
 
     def local(value, where):
         """`value` over the kernel's arrays and the collectives' results so far, as a per-PE

@@ -55,6 +55,7 @@ from .. import ir
 from ..errors import HwgenError, ScheduleError, UnsupportedError
 from ..lang.program import Program, Result
 from .mesh import P
+from .slices import local_slice
 from .specs import check_spec
 from .windowed import windowed
 
@@ -265,6 +266,8 @@ class _Partition:
             placed = self.placed[name]
             finer = {n for n in needs if any(a and not p for a, p in zip(n, placed))}
             if len(finer) > 1 or (finer and len(needs) > 1):
+                if all(_sliced(placed, n) for n in finer):
+                    continue  # placed as given; the finer reads take the PE's rows in place (_operand)
                 ways = " and ".join(sorted(_show(n) for n in needs))
                 self.refuse(
                     f"the argument '{name}' is read as {ways}; placing it needs one way (give it in_shardings "
@@ -416,6 +419,8 @@ class _Partition:
         what = f"the argument '{r.src.name}'" if isinstance(r.src, ir.Input) else "an intermediate array"
         if _moved(spec, needs, node.shape, self.mesh):
             node, spec = _all_to_all(node, spec, needs, self.mesh, r.loc or m.loc)
+        if isinstance(node, ir.Input) and _sliced(spec, needs):  # GSPMD's free local slice
+            node, spec = local_slice(node, needs[0], self.mesh), (needs[0],) + spec[1:]
         if _swapped(spec, needs, self.mesh):
             node, spec = _permute(node, spec, needs, self.mesh, r.loc or m.loc)
         if any(a and a != s for a, s in zip(needs, spec)):
@@ -483,6 +488,13 @@ def _all_to_all(node, spec: tuple, want: tuple, mesh, loc) -> tuple:
     shape[d] *= _size(axes, mesh)
     params = (("concat", d), ("split", e), ("tiled", True))
     return ir.Collective("all_to_all", axes, params, node, tuple(shape), loc=loc), tuple(want)
+
+
+def _sliced(spec: tuple, want: tuple) -> bool:
+    """Whether an array split by `spec` is read as `want` by taking each PE's rows of its
+    block (slices.local_slice): `want` splits dimension 0, which `spec` does not, and
+    splits no other dimension otherwise than `spec` (less is a gather)."""
+    return not spec[0] and bool(want[0]) and all(not w or w == s for s, w in zip(spec[1:], want[1:]))
 
 
 def _swapped(spec: tuple, want: tuple, mesh) -> bool:

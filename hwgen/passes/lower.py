@@ -225,10 +225,18 @@ def _fused(node):
 
 
 def _refuse_read_concatenations(node) -> None:
-    """A result that reads a hw.concatenate's result (or starts a multifold from one) is
-    refused, at the read's line where there is one (a mesh PE stores it first)."""
+    """A result that reads a hw.concatenate's result (or starts a multifold from one), or a
+    hw.roll's, is refused, at the read's line where there is one (a mesh PE stores a joined
+    array first, and reads a rolled argument in place: mesh/slices.py)."""
     if node is None:
         return
+    rolled = [n for n in ir.walk(node) if isinstance(n, ir.Read) and isinstance(n.src, ir.Roll)]
+    if rolled:
+        raise UnsupportedError(
+            "a rolled argument is read: on one PE read the argument at the rolled index "
+            "instead (inside a shard_map body on a mesh, each PE reads its rows of it in place)",
+            rolled[0].src.loc or rolled[0].loc,
+        )
     used = ir.Concat.used([node])
     if not used:
         return
