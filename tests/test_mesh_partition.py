@@ -323,6 +323,15 @@ def _split_by_other_axes():
     return k
 
 
+def _slice_off_the_beat():
+    @hw.kernel(mesh=hw.Mesh((4,), ("x",), topology="ring"), in_shardings=(hw.P("x"), hw.P()))  # L:off-beat
+    def k(a: hw.Array[int32, 4, 4], b: hw.Array[int32, 4, 2]):
+        c = a @ b
+        return c.T @ b  # b's rows split (one row of 2 words a PE) and whole
+
+    return k
+
+
 def _multifold():
     @hw.kernel(mesh=RING2)
     def k(a: hw.Array[int32, 8]):
@@ -394,6 +403,12 @@ def _unmet_constraint():
             "is not built yet (an all-to-all moves the split of one dimension to another that is not split; "
             "a permute, to as many blocks over other axes; a gather, where the read splits less)",
             "other-axes",
+        ),
+        (
+            _slice_off_the_beat,
+            "the rows PE 1 reads of the argument 'b' (a hw.roll of it, or its local slice where it is read split "
+            "and whole) start at word 2, which is not a whole DRAM beat (4 words)",
+            "off-beat",
         ),
         (_multifold, "hw.multifold is not partitioned yet", "multifold"),
         (_count, "a count of a group-by, filter or flatmap is not partitioned yet", "count"),
@@ -625,6 +640,30 @@ def test_an_argument_read_split_and_whole_stays_whole_and_each_pe_reads_its_rows
     assert sim.cycles == sim.predicted_cycles
     assert [c["kind"] for c in sim.design.report["collectives"]] == ["all_reduce"]
     assert sim.design.plan.aliases == {"b_slice": ("b", (0, 64, 128, 192))}
+
+
+def test_axes_of_one_pe_split_nothing_so_nothing_moves():
+    @hw.kernel(mesh=hw.Mesh((4, 1), ("x", "z")), in_shardings=(hw.P(("x", "z")), hw.P("x")))
+    def k(a: hw.Array[int32, 16, 16], b: hw.Array[int32, 16, 16]):
+        c = hw.map((16, 16), lambda i, j: a[i, j] * 3)
+        return hw.map((16, 16), lambda r, s: c[r, s] - b[r, s])
+
+    assert k.elaborate().report["collectives"] == []
+
+
+@pytest.mark.rtl
+def test_a_result_computed_by_rows_over_x_and_wanted_over_y_moves_by_a_permute():
+    @hw.kernel(mesh=MESH, in_shardings=(hw.P("x"),), out_shardings=hw.P("y"), tile={"i": 4})
+    def k(a: hw.Array[int32, 16, 16]):
+        return hw.map((16, 16), lambda i, j: a[i, j] * 3)
+
+    a = wide(16, 16)
+    sim = k.verify(a)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(sim.outputs, a * 3)
+    assert sim.cycles == sim.predicted_cycles
+    assert [c["kind"] for c in sim.design.report["collectives"]] == ["permute"]
+    assert sim.design.report["out_spec"] == "P('y')"
 
 
 @pytest.mark.rtl

@@ -59,7 +59,8 @@ def test_each_pe_reads_its_rows_of_a_rolled_argument_in_place():
             lambda al: -hw.axis_index("x") * 3,
             1,
             "roll",
-            "a rolled argument's rows must start at whole DRAM beats (4 words) on every PE",
+            "the rows PE 1 reads of the argument 'a' (a hw.roll of it, or its local slice where it is read split "
+            "and whole) start at word 3, which is not a whole DRAM beat (4 words)",
         ),
         (
             lambda s, i, j: s[i, j],
@@ -99,3 +100,25 @@ def test_fixed_point_arrays_cross_the_mesh_as_their_raw_integers():
     sim = k.verify(a)
     np.testing.assert_array_equal(sim.outputs, want)
     assert sim.cycles == sim.predicted_cycles
+
+
+def test_a_rolled_argument_passed_to_a_collective_is_refused():
+    """A collective (or a transpose before one) would move all the block's rows from where
+    the PE's rolled rows start, past the argument: only reads by index are built."""
+
+    @hw.kernel(mesh=RING4, tile={"i": 8})
+    def k(a: hw.Array[int32, 32, 4]):
+        def body(al):
+            s = hw.roll(al, -hw.axis_index("x") * 8, axis=0)  # L:to-psum
+            t = hw.psum(s, "x")
+            return hw.map((8, 4), lambda i, j: s[i, j] + t[31 - i, j])
+
+        return hw.shard_map(body, mesh=RING4, in_specs=hw.P(), out_specs=hw.P("x"))(a)
+
+    with pytest.raises(hw.HwgenError) as e:
+        k.elaborate()
+    message = (
+        "cannot elaborate kernel 'k' on mesh 4 ring (x): a rolled argument may only be read by index (its rows "
+        f"read stay where they lie); pass the argument 'a' itself to collectives and array operations{TAIL}"
+    )
+    markers.check_error(e.value, hw.UnsupportedError, message, __file__, "to-psum")

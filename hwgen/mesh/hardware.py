@@ -37,7 +37,7 @@ from .. import ir
 from ..errors import HwgenError, UnsupportedError
 from ..hw.collective import RingPlan
 from ..lang.program import Program, Result
-from ..lang.signature import Port, raw_dtype
+from ..lang.signature import Port
 from ..loops import Collective
 from ..timing import link_depth
 from .checks import shard_maps
@@ -90,9 +90,10 @@ class MeshPlan:
     and the program's scalar parameters that hold the PE's coordinates (`coords`: name -> mesh
     axis, for hw.axis_index; the mesh top ties each PE's to its coordinate), the shape
     of the result's block on each PE (`shape`), and the arrays of the program that lie inside
-    another at a per-PE place (`aliases`: name -> (the array, its word offset on each PE); the
-    parts of a rolled hw.concatenate: the mesh top gives PE k's part the base of the array plus
-    its offset, and only the array has a place of its own in DRAM)."""
+    another at a per-PE place (`aliases`: name -> (the array, its word offset on each PE): the
+    parts of a rolled hw.concatenate, and the rows of a rolled argument a PE reads (slices.py);
+    the mesh top gives PE k's alias the base of the array plus its offset, and only the array
+    has a place of its own in DRAM)."""
 
     program: Program
     collectives: tuple
@@ -204,8 +205,6 @@ def _plan(kernel, prog, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusa
     out = sm.body[0]
     if not isinstance(out, ir.ArrayNode) or out.dtype.is_bool:
         refuse("the shard_map body must return an array of integers", sm.loc)
-    if raw_dtype(res.port.dtype) != out.dtype:  # a fixed-point result: its raw integers
-        refuse(f"the shard_map body returns {out.dtype.name}, not the kernel's {res.port.dtype.name}", sm.loc)
     # the arguments: the kernel's arrays, each passed once, split on dimension 0 or replicated
     params = {pp.name: pp for pp in prog.params}
     if any(not pp.is_array for pp in prog.params):
@@ -241,7 +240,8 @@ def _plan(kernel, prog, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusa
                 sub.loc,
             )
     aliases = {}  # arrays lying in another at a per-PE place: rolled arguments, a rolled result's parts
-    for roll, (shape, offsets) in rolled_inputs(out, set(sm.params), mesh, dram.words_per_cycle, refuse).items():
+    args = {inp: a.name for a, inp in zip(sm.args, sm.params)}
+    for roll, (shape, offsets) in rolled_inputs(out, args, mesh, dram.words_per_cycle, refuse).items():
         target = rename[roll.x].name
         name = _fresh(f"{target}_slice", taken)
         taken.add(name)
@@ -370,8 +370,6 @@ def _collective(coll, mesh, link, dram, arrays: tuple, refuse, what: str, name: 
     dtype = v.dtype
     if dtype.is_bool:
         refuse(f"the reduced value must be integers, not {dtype.name}", coll.loc)
-    if dtype != raw_dtype(dtype):
-        refuse("fixed-point collectives are not built yet", coll.loc)
     if n % p:
         refuse(f"the ring size {p} must divide the reduced length {n}", coll.loc)
     w = link.words_per_cycle

@@ -303,6 +303,8 @@ class _Partition:
             out = _entries(self.kernel.out_shardings, len(spec))
             node, spec = self._scatter(node, spec, out)
             node, spec = self._move(node, spec, out)
+            if _swapped(spec, out, self.mesh):
+                node, spec = _permute(node, spec, out, self.mesh, self.result.node.loc)
             if any(a and a != s for a, s in zip(out, spec)):
                 self.refuse(
                     f"the result is computed as {_show(spec)}, which out_shardings {_show(out)} would "
@@ -417,6 +419,8 @@ class _Partition:
         node, spec = self.local[_key(r.src)]
         needs = self._needs(r, m, whole)
         what = f"the argument '{r.src.name}'" if isinstance(r.src, ir.Input) else "an intermediate array"
+        if _plain(spec, self.mesh) == _plain(needs, self.mesh):  # the same blocks
+            spec = needs
         if _moved(spec, needs, node.shape, self.mesh):
             node, spec = _all_to_all(node, spec, needs, self.mesh, r.loc or m.loc)
         if isinstance(node, ir.Input) and _sliced(spec, needs):  # GSPMD's free local slice
@@ -490,11 +494,16 @@ def _all_to_all(node, spec: tuple, want: tuple, mesh, loc) -> tuple:
     return ir.Collective("all_to_all", axes, params, node, tuple(shape), loc=loc), tuple(want)
 
 
+def _plain(spec: tuple, mesh) -> tuple:
+    """`spec` without the axes of one PE (they split nothing)."""
+    return tuple(tuple(a for a in axes if mesh.shape[a] > 1) for axes in spec)
+
+
 def _sliced(spec: tuple, want: tuple) -> bool:
     """Whether an array split by `spec` is read as `want` by taking each PE's rows of its
     block (slices.local_slice): `want` splits dimension 0, which `spec` does not, and
-    splits no other dimension otherwise than `spec` (less is a gather)."""
-    return not spec[0] and bool(want[0]) and all(not w or w == s for s, w in zip(spec[1:], want[1:]))
+    splits the others as `spec` does (a slice is only read: never gathered or moved)."""
+    return not spec[0] and bool(want[0]) and tuple(spec[1:]) == tuple(want[1:])
 
 
 def _swapped(spec: tuple, want: tuple, mesh) -> bool:

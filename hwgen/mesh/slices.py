@@ -43,15 +43,23 @@ def local_slice(x, axes: tuple, mesh):
     return ir.Roll(x, shift)
 
 
-def rolled_inputs(out, inputs: set, mesh, word_beat: int, refuse) -> dict:
+def rolled_inputs(out, inputs: dict, mesh, word_beat: int, refuse) -> dict:
     """Every roll of a kernel argument in body `out` that qualifies (see the module doc) ->
     (its rows read, each PE's offset into the argument in words); `inputs`: the body's
-    argument Inputs. A read roll of an argument that does not qualify is refused
+    argument Inputs, each to its kernel argument's name. A read roll of an argument that does not qualify is refused
     (`refuse(why, loc)`); other rolls are left alone."""
     from ..interp import Evaluator, Frame
 
     reads = [n for n in ir.walk(out) if isinstance(n, ir.Read) and isinstance(n.src, ir.Roll)]
     rolls = list(dict.fromkeys(r.src for r in reads if r.src.x in inputs))
+    for n in ir.walk(out):  # read only: a collective or a transpose would move all its rows
+        for c in ir.children(n):
+            if isinstance(c, ir.Roll) and c.x in inputs and not (isinstance(n, ir.Read) and n.src == c):
+                refuse(
+                    f"a rolled argument may only be read by index (its rows read stay where they lie); "
+                    f"pass the argument '{inputs[c.x]}' itself to collectives and array operations",
+                    c.loc,
+                )
     if not rolls:
         return {}
     extents = {d.name: d.extent for d in ir.walk(out) if isinstance(d, ir.Dim)}
@@ -85,9 +93,12 @@ def rolled_inputs(out, inputs: set, mesh, word_beat: int, refuse) -> dict:
                 )
             if first * row_words % word_beat:
                 refuse(
-                    f"a rolled argument's rows must start at whole DRAM beats ({word_beat} words) on every PE",
+                    f"the rows PE {k} reads of the argument '{inputs[x]}' (a hw.roll of it, or its local slice "
+                    f"where it is read split and whole) start at word {first * row_words}, which is not a whole "
+                    f"DRAM beat ({word_beat} words)",
                     loc,
                 )
             offsets.append(first * row_words)
         found[roll] = ((top,) + tuple(x.shape[1:]), tuple(offsets))
     return found
+
