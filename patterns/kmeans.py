@@ -10,7 +10,7 @@ from hwgen import int32
 N, K, D = 1024, 8, 16
 
 
-@hw.kernel(tile={"i": 64, "j": 64, "k": 8, "d": 16, "e": 16, "c": 8, "f": 16}, par={"d": 16, "e": 16})
+@hw.kernel(tile={"i": 32, "j": 32, "k": 8, "d": 16, "e": 16, "c": 8, "f": 16}, par={"d": 16, "e": 16})
 def kmeans(points: hw.Array[int32, N, D], centroids: hw.Array[int32, K, D]) -> hw.Array[int32, K, D]:
     def nearest(i):
         def gap(k, d):
