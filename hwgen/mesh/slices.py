@@ -101,4 +101,3 @@ def rolled_inputs(out, inputs: dict, mesh, word_beat: int, refuse) -> dict:
             offsets.append(first * row_words)
         found[roll] = ((top,) + tuple(x.shape[1:]), tuple(offsets))
     return found
-
