@@ -55,6 +55,8 @@ from .. import ir
 from ..errors import HwgenError, ScheduleError, UnsupportedError
 from ..lang.program import Program, Result
 from .mesh import P
+from .reshard import all_to_all, moved, permute, plain, sliced, swapped
+from .reshard import size as _size
 from .slices import local_slice
 from .specs import check_spec
 from .windowed import windowed
@@ -266,7 +268,7 @@ class _Partition:
             placed = self.placed[name]
             finer = {n for n in needs if any(a and not p for a, p in zip(n, placed))}
             if len(finer) > 1 or (finer and len(needs) > 1):
-                if all(_sliced(placed, n) for n in finer):
+                if all(sliced(placed, n) for n in finer):
                     continue  # placed as given; the finer reads take the PE's rows in place (_operand)
                 ways = " and ".join(sorted(_show(n) for n in needs))
                 self.refuse(
@@ -275,7 +277,7 @@ class _Partition:
                 )
             if finer:
                 (n,) = finer
-                if _moved(placed, n, shapes[name], self.mesh):
+                if moved(placed, n, shapes[name], self.mesh):
                     continue  # placed as given; its reads move it (an all-to-all: _operand)
                 if any(p and p != a for a, p in zip(n, placed)):
                     self.refuse(
@@ -303,8 +305,8 @@ class _Partition:
             out = _entries(self.kernel.out_shardings, len(spec))
             node, spec = self._scatter(node, spec, out)
             node, spec = self._move(node, spec, out)
-            if _swapped(spec, out, self.mesh):
-                node, spec = _permute(node, spec, out, self.mesh, self.result.node.loc)
+            if swapped(spec, out, self.mesh):
+                node, spec = permute(node, spec, out, self.mesh, self.result.node.loc)
             if any(a and a != s for a, s in zip(out, spec)):
                 self.refuse(
                     f"the result is computed as {_show(spec)}, which out_shardings {_show(out)} would "
@@ -419,14 +421,14 @@ class _Partition:
         node, spec = self.local[_key(r.src)]
         needs = self._needs(r, m, whole)
         what = f"the argument '{r.src.name}'" if isinstance(r.src, ir.Input) else "an intermediate array"
-        if _plain(spec, self.mesh) == _plain(needs, self.mesh):  # the same blocks
+        if plain(spec, self.mesh) == plain(needs, self.mesh):  # the same blocks
             spec = needs
-        if _moved(spec, needs, node.shape, self.mesh):
-            node, spec = _all_to_all(node, spec, needs, self.mesh, r.loc or m.loc)
-        if isinstance(node, ir.Input) and _sliced(spec, needs):  # GSPMD's free local slice
+        if moved(spec, needs, node.shape, self.mesh):
+            node, spec = all_to_all(node, spec, needs, self.mesh, r.loc or m.loc)
+        if isinstance(node, ir.Input) and sliced(spec, needs):  # GSPMD's free local slice
             node, spec = local_slice(node, needs[0], self.mesh), (needs[0],) + spec[1:]
-        if _swapped(spec, needs, self.mesh):
-            node, spec = _permute(node, spec, needs, self.mesh, r.loc or m.loc)
+        if swapped(spec, needs, self.mesh):
+            node, spec = permute(node, spec, needs, self.mesh, r.loc or m.loc)
         if any(a and a != s for a, s in zip(needs, spec)):
             self.refuse(
                 f"{what} is split as {_show(spec)} but read as {_show(needs)}; moving blocks between "
@@ -452,8 +454,8 @@ class _Partition:
     def _move(self, node, spec: tuple, out: tuple) -> tuple:
         """The result (node, spec) moved by an all-to-all when `out` splits another dimension
         by the axes it is split by along one; else as it is."""
-        if _moved(spec, out, node.shape, self.mesh):
-            return _all_to_all(node, spec, out, self.mesh, self.result.node.loc)
+        if moved(spec, out, node.shape, self.mesh):
+            return all_to_all(node, spec, out, self.mesh, self.result.node.loc)
         return node, spec
 
     def _gather(self, node, spec: tuple, needs: tuple, loc, what: str):
@@ -466,91 +468,6 @@ class _Partition:
                 params = (("axis", d), ("tiled", True))
                 node = ir.Collective("all_gather", s, params, node, tuple(shape), loc=loc)
         return node
-
-
-def _moved(spec: tuple, want: tuple, shape: tuple, mesh) -> bool:
-    """Whether an array of `shape` (whole, or its block on each PE: the same along the
-    dimension that moves) split by `spec` becomes split by `want` by one all-to-all: `want` splits another dimension
-    e by the axes `spec` splits dimension d by, and the two agree elsewhere (GSPMD's
-    resharding: along d over A, wanted along e over A: all_to_all(A, split=e, concat=d))."""
-    diff = [d for d, (s, o) in enumerate(zip(spec, want)) if s != o]
-    if len(diff) != 2:
-        return False
-    d, e = diff if spec[diff[0]] else diff[::-1]
-    if not spec[d] or spec[e] or want[d] or want[e] != spec[d]:
-        return False
-    return shape[e] % _size(spec[d], mesh) == 0
-
-
-def _all_to_all(node, spec: tuple, want: tuple, mesh, loc) -> tuple:
-    """(node, spec) moved to `want` by an all-to-all (the form of _moved)."""
-    diff = [d for d, (s, o) in enumerate(zip(spec, want)) if s != o]
-    d, e = diff if spec[diff[0]] else diff[::-1]
-    axes = spec[d]
-    shape = list(node.shape)
-    shape[e] //= _size(axes, mesh)
-    shape[d] *= _size(axes, mesh)
-    params = (("concat", d), ("split", e), ("tiled", True))
-    return ir.Collective("all_to_all", axes, params, node, tuple(shape), loc=loc), tuple(want)
-
-
-def _plain(spec: tuple, mesh) -> tuple:
-    """`spec` without the axes of one PE (they split nothing)."""
-    return tuple(tuple(a for a in axes if mesh.shape[a] > 1) for axes in spec)
-
-
-def _sliced(spec: tuple, want: tuple) -> bool:
-    """Whether an array split by `spec` is read as `want` by taking each PE's rows of its
-    block (slices.local_slice): `want` splits dimension 0, which `spec` does not, and
-    splits the others as `spec` does (a slice is only read: never gathered or moved)."""
-    return not spec[0] and bool(want[0]) and tuple(spec[1:]) == tuple(want[1:])
-
-
-def _swapped(spec: tuple, want: tuple, mesh) -> bool:
-    """Whether `want` splits one dimension by other axes A' than the axes A `spec` splits it
-    by, into as many blocks, and agrees elsewhere: each PE then holds a block another PE
-    needs, and one permute moves them (_permute)."""
-    diff = [d for d, (s, o) in enumerate(zip(spec, want)) if s != o]
-    if len(diff) != 1:
-        return False
-    (d,) = diff
-    a, b = spec[d], want[d]
-    others = {x for k, axes in enumerate(spec) if k != d for x in axes}
-    return bool(a and b) and _size(a, mesh) == _size(b, mesh) and not others & (set(a) | set(b))
-
-
-def _permute(node, spec: tuple, want: tuple, mesh, loc) -> tuple:
-    """(node, spec) moved to `want` by a permute (the form of _swapped) over the axes G of
-    both splits: PE c needs the block numbered by its coordinates along A' (row-major), which
-    every PE whose coordinates along A number it holds; it takes it from the one whose
-    coordinates along G outside A number what c's along G outside A' do, so every PE sends
-    one block and receives one."""
-    (d,) = [d for d, (s, o) in enumerate(zip(spec, want)) if s != o]
-    a, b = spec[d], want[d]
-    group = tuple(x for x in mesh.axis_names if x in a or x in b)
-    rest_a = tuple(x for x in group if x not in a)
-    rest_b = tuple(x for x in group if x not in b)
-    sizes = mesh.shape
-
-    def number(coords: dict, axes: tuple) -> int:
-        n = 0
-        for x in axes:
-            n = n * sizes[x] + coords[x]
-        return n
-
-    def place(n: int, axes: tuple) -> dict:
-        out = {}
-        for x in reversed(axes):
-            n, out[x] = divmod(n, sizes[x])
-        return out
-
-    perm = []
-    for dst in range(_size(group, mesh)):
-        c = place(dst, group)
-        src = {**place(number(c, b), a), **place(number(c, rest_b), rest_a)}
-        perm.append((number(src, group), dst))
-    node = ir.Collective("ppermute", group, (("perm", tuple(sorted(perm))),), node, node.shape, loc=loc)
-    return node, tuple(want)
 
 
 # the other array nodes a program for whole arrays may hold (no shard_map: mesh/checks.py)
@@ -570,10 +487,6 @@ def _show(spec: tuple) -> str:
 def _key(node):
     """Arrays are keyed by node, kernel arguments by name (their Input nodes are not unique)."""
     return node.name if isinstance(node, ir.Input) else node
-
-
-def _size(axes: tuple, mesh) -> int:
-    return math.prod(mesh.shape[a] for a in axes)
 
 
 def _local(shape: tuple, spec: tuple, mesh) -> tuple:

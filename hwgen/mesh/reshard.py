@@ -1,0 +1,104 @@
+"""Resharding: moving an array split one way (a spec: per dimension, the mesh axes that split
+it) to the split a read or a result needs, as GSPMD does. partition.py uses these:
+
+- `moved` / `all_to_all`: the axes splitting one dimension move to another, unsplit one;
+- `swapped` / `permute`: one dimension split by other axes into as many blocks, by a permute;
+- `sliced`: a split of dimension 0 that the array lacks, read in place (slices.local_slice);
+- `plain`: a spec without axes of one PE, which split nothing.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import ir
+
+
+def size(axes: tuple, mesh) -> int:
+    """The PEs of a group over `axes`."""
+    return math.prod(mesh.shape[a] for a in axes)
+
+
+def moved(spec: tuple, want: tuple, shape: tuple, mesh) -> bool:
+    """Whether an array of `shape` (whole, or its block on each PE: the same along the
+    dimension that moves) split by `spec` becomes split by `want` by one all-to-all: `want`
+    splits another dimension e by the axes `spec` splits dimension d by, and the two agree
+    elsewhere (along d over A, wanted along e over A: all_to_all(A, split=e, concat=d))."""
+    diff = [d for d, (s, o) in enumerate(zip(spec, want)) if s != o]
+    if len(diff) != 2:
+        return False
+    d, e = diff if spec[diff[0]] else diff[::-1]
+    if not spec[d] or spec[e] or want[d] or want[e] != spec[d]:
+        return False
+    return shape[e] % size(spec[d], mesh) == 0
+
+
+def all_to_all(node, spec: tuple, want: tuple, mesh, loc) -> tuple:
+    """(node, spec) moved to `want` by an all-to-all (the form of _moved)."""
+    diff = [d for d, (s, o) in enumerate(zip(spec, want)) if s != o]
+    d, e = diff if spec[diff[0]] else diff[::-1]
+    axes = spec[d]
+    shape = list(node.shape)
+    shape[e] //= size(axes, mesh)
+    shape[d] *= size(axes, mesh)
+    params = (("concat", d), ("split", e), ("tiled", True))
+    return ir.Collective("all_to_all", axes, params, node, tuple(shape), loc=loc), tuple(want)
+
+
+def plain(spec: tuple, mesh) -> tuple:
+    """`spec` without the axes of one PE (they split nothing)."""
+    return tuple(tuple(a for a in axes if mesh.shape[a] > 1) for axes in spec)
+
+
+def sliced(spec: tuple, want: tuple) -> bool:
+    """Whether an array split by `spec` is read as `want` by taking each PE's rows of its
+    block (slices.local_slice): `want` splits dimension 0, which `spec` does not, and
+    splits the others as `spec` does (a slice is only read: never gathered or moved)."""
+    return not spec[0] and bool(want[0]) and tuple(spec[1:]) == tuple(want[1:])
+
+
+def swapped(spec: tuple, want: tuple, mesh) -> bool:
+    """Whether `want` splits one dimension by other axes A' than the axes A `spec` splits it
+    by, into as many blocks, and agrees elsewhere: each PE then holds a block another PE
+    needs, and one permute moves them (_permute)."""
+    diff = [d for d, (s, o) in enumerate(zip(spec, want)) if s != o]
+    if len(diff) != 1:
+        return False
+    (d,) = diff
+    a, b = spec[d], want[d]
+    others = {x for k, axes in enumerate(spec) if k != d for x in axes}
+    return bool(a and b) and size(a, mesh) == size(b, mesh) and not others & (set(a) | set(b))
+
+
+def permute(node, spec: tuple, want: tuple, mesh, loc) -> tuple:
+    """(node, spec) moved to `want` by a permute (the form of _swapped) over the axes G of
+    both splits: PE c needs the block numbered by its coordinates along A' (row-major), which
+    every PE whose coordinates along A number it holds; it takes it from the one whose
+    coordinates along G outside A number what c's along G outside A' do, so every PE sends
+    one block and receives one."""
+    (d,) = [d for d, (s, o) in enumerate(zip(spec, want)) if s != o]
+    a, b = spec[d], want[d]
+    group = tuple(x for x in mesh.axis_names if x in a or x in b)
+    rest_a = tuple(x for x in group if x not in a)
+    rest_b = tuple(x for x in group if x not in b)
+    sizes = mesh.shape
+
+    def number(coords: dict, axes: tuple) -> int:
+        n = 0
+        for x in axes:
+            n = n * sizes[x] + coords[x]
+        return n
+
+    def place(n: int, axes: tuple) -> dict:
+        out = {}
+        for x in reversed(axes):
+            n, out[x] = divmod(n, sizes[x])
+        return out
+
+    perm = []
+    for dst in range(size(group, mesh)):
+        c = place(dst, group)
+        src = {**place(number(c, b), a), **place(number(c, rest_b), rest_a)}
+        perm.append((number(src, group), dst))
+    node = ir.Collective("ppermute", group, (("perm", tuple(sorted(perm))),), node, node.shape, loc=loc)
+    return node, tuple(want)
