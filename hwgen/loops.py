@@ -156,10 +156,13 @@ class Parallel:
 class Collective:
     """A mesh PE's collective (hw/phases.py): its phases (collective.RingPlans or
     copy.CopyPlans), run one after another, from DRAM array to DRAM array; a leaf of the
-    kernel's root sequence (mesh/hardware.py places it)."""
+    kernel's root sequence (mesh/hardware.py places it). `within`: arrays of the program
+    that lie inside its result at a per-PE place (the rows a PE reads of it in place), which
+    it writes too."""
 
     phases: tuple
     name: str = ""
+    within: tuple = ()
 
 
 @dataclass(frozen=True)

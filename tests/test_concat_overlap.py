@@ -111,7 +111,7 @@ def test_a_joined_array_and_a_rolled_argument_are_read_only_on_a_mesh():
         e.value,
         hw.UnsupportedError,
         "the result of hw.roll can only be returned (by the kernel, or by a shard_map body), or read when it "
-        "rolls an argument: compute on the parts before joining them",
+        "rolls an argument or a collective's result: compute on the parts before joining them",
         "compute",
     )
 

@@ -185,31 +185,44 @@ def test_operands_placed_by_other_splits_are_moved_by_all_to_alls_as_jax_does():
     assert sim.cycles == sim.predicted_cycles
 
 
-@pytest.mark.parametrize("first, second", [("x", "y"), (("x", "y"), ("y", "x"))])
-def test_operands_split_by_other_axes_are_moved_by_a_permute_as_jax_does(first, second):
-    """a's rows split over `first`, b's over `second` (as many blocks): hwgen moves one of
-    them by a permute over both axes (each PE takes the block it needs from the PE whose
-    coordinates swap its own) and the result equals jax.jit under the same in_shardings."""
+@pytest.mark.parametrize(
+    "shape, first, second, moved",
+    [
+        ((2, 2), "x", "y", "permute"),
+        ((2, 2), ("x", "y"), ("y", "x"), "permute"),
+        ((2, 4), "x", "y", "all_gather"),
+        ((2, 4), "y", "x", "all_gather"),
+        ((2, 4), "y", ("x", "y"), "all_gather"),
+    ],
+)
+def test_operands_split_by_other_axes_are_moved_as_jax_does(shape, first, second, moved):
+    """a's rows split over `first`, b's over `second`. Into as many blocks (a 2x2 torus):
+    hwgen moves one of them by a permute over both axes (each PE takes the block it needs
+    from the PE whose coordinates swap its own). Into another number of blocks (a 2x4
+    torus): it all-gathers b's rows and each PE reads its rows of the gathered array in
+    place (GSPMD's all-gather and dynamic slice). The result equals jax.jit's under the same
+    in_shardings."""
     from jax.sharding import NamedSharding
 
     import hwgen as hw
     from hwgen import int32
 
-    torus = hw.Mesh((2, 2), ("x", "y"))
+    torus = hw.Mesh(shape, ("x", "y"))
+    cols = 16 if shape == (2, 2) else 8
 
-    @hw.kernel(mesh=torus, in_shardings=(hw.P(first, None), hw.P(second, None)), tile={"i": 4, "r": 4})
-    def mixed(a: hw.Array[int32, 16, 16], b: hw.Array[int32, 16, 16]):
-        c = hw.map((16, 16), lambda i, j: a[i, j] * 3)
-        return hw.map((16, 16), lambda r, s: c[r, s] - b[r, s])
+    @hw.kernel(mesh=torus, in_shardings=(hw.P(first, None), hw.P(second, None)), tile={"i": 2, "r": 2})
+    def mixed(a: hw.Array[int32, 16, cols], b: hw.Array[int32, 16, cols]):
+        c = hw.map((16, cols), lambda i, j: a[i, j] * 3)
+        return hw.map((16, cols), lambda r, s: c[r, s] - b[r, s])
 
-    jmesh = JaxMesh(np.array(jax.devices()[:4]).reshape(2, 2), ("x", "y"))
+    jmesh = JaxMesh(np.array(jax.devices()[: torus.size]).reshape(shape), ("x", "y"))
     ins = (NamedSharding(jmesh, JaxP(first, None)), NamedSharding(jmesh, JaxP(second, None)))
     f = jax.jit(lambda a, b: a * 3 - b, in_shardings=ins)
     rng = np.random.default_rng(8)
-    a = rng.integers(-(2**31), 2**31, (16, 16), dtype=np.int64).astype(np.int32)
-    b = rng.integers(-(2**31), 2**31, (16, 16), dtype=np.int64).astype(np.int32)
+    a = rng.integers(-(2**31), 2**31, (16, cols), dtype=np.int64).astype(np.int32)
+    b = rng.integers(-(2**31), 2**31, (16, cols), dtype=np.int64).astype(np.int32)
     sim = mixed.simulate(a, b)
-    assert [c["kind"] for c in sim.design.report["collectives"]] == ["permute"]
+    assert [c["kind"] for c in sim.design.report["collectives"]] == [moved]
     np.testing.assert_array_equal(sim.outputs, np.asarray(f(a, b)))
     assert sim.cycles == sim.predicted_cycles
 

@@ -220,25 +220,32 @@ def test_a_sharding_constraint_picks_the_split_of_an_intermediate():
 
 
 def test_what_is_not_partitioned_yet_is_refused_with_the_users_line():
-    """b's 4 blocks over y cannot become the 2 over x that a + b reads (on a 2x2 mesh, 2
-    blocks each way, a permute moves them)."""
+    """b's 4 blocks over y become the 2 over x that a + b reads by an all-gather and a local
+    slice (on a 2x2 mesh, 2 blocks each way, a permute moves them); splits of two dimensions
+    that both change are refused at the kernel's line, and its golden model still works."""
 
     wide = hw.Mesh((2, 4), ("x", "y"))
 
-    @hw.kernel(mesh=wide, in_shardings=(hw.P("x"), hw.P("y")), out_shardings=hw.P("x"))  # L:moved
+    @hw.kernel(mesh=wide, in_shardings=(hw.P("x"), hw.P("y")), out_shardings=hw.P("x"))
     def add(a: hw.Array[int32, 64], b: hw.Array[int32, 64]):
         return a + b
 
     square = hw.kernel(mesh=MESH, in_shardings=(hw.P("x"), hw.P("y")), out_shardings=hw.P("x"))(add.fn)
     assert [c["kind"] for c in square.elaborate().report["collectives"]] == ["permute"]
+    assert [c["kind"] for c in add.elaborate().report["collectives"]] == ["all_gather"]
+
+    @hw.kernel(mesh=wide, in_shardings=(hw.P("x", "y"), hw.P("y", "x")))  # L:moved
+    def both(a: hw.Array[int32, 8, 8], b: hw.Array[int32, 8, 8]):
+        return a + b
 
     with pytest.raises(hw.UnsupportedError) as e:
-        add.elaborate()
-    assert "the argument 'b' is split as hw.P('y') but read as hw.P('x')" in e.value.message
-    assert e.value.message.endswith("the golden model add(*arrays) works")
+        both.elaborate()
+    assert "the argument 'b' is split as hw.P('y', 'x') but read as hw.P('x', 'y')" in e.value.message
+    assert e.value.message.endswith("the golden model both(*arrays) works")
     assert e.value.file == __file__ and open(__file__).read().splitlines()[e.value.line - 1].endswith("# L:moved")
-    np.testing.assert_array_equal(add(np.arange(64, dtype=np.int32), np.ones(64, np.int32)), np.arange(1, 65))
-    assert "not partitioned: " in add.show_ir()
+    ones = np.ones((8, 8), np.int32)
+    np.testing.assert_array_equal(both(ones, ones), 2 * ones)
+    assert "not partitioned: " in both.show_ir()
 
 
 def test_shardings_are_checked_when_the_kernel_is_made():
@@ -315,7 +322,7 @@ def _to_one_value():
 
 
 def _split_by_other_axes():
-    @hw.kernel(mesh=hw.Mesh((2, 4), ("x", "y")), in_shardings=(hw.P("x"), hw.P("y")))
+    @hw.kernel(mesh=hw.Mesh((2, 4), ("x", "y")), in_shardings=(hw.P("y", "x"), hw.P("x", "y")))
     def k(a: hw.Array[int32, 8, 8], b: hw.Array[int32, 8, 8]):
         c = hw.map((8, 8), lambda i, j: a[i, j] * 3)
         return hw.map((8, 8), lambda r, s: c[r, s] + b[r, s])  # L:other-axes
@@ -399,9 +406,10 @@ def _unmet_constraint():
         (_to_one_value, "a reduction over split indices to a single value is not built yet", "one-value"),
         (
             _split_by_other_axes,
-            "the argument 'b' is split as hw.P('y') but read as hw.P('x'); moving blocks between these splits "
-            "is not built yet (an all-to-all moves the split of one dimension to another that is not split; "
-            "a permute, to as many blocks over other axes; a gather, where the read splits less)",
+            "the argument 'b' is split as hw.P('x', 'y') but read as hw.P('y', 'x'); moving blocks between these "
+            "splits is not built yet (an all-to-all moves the split of one dimension to another that is not split; "
+            "a permute, to as many blocks over other axes; a gather, where the read splits less; a gather and a "
+            "slice, rows into another number of blocks)",
             "other-axes",
         ),
         (

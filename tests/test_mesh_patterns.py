@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import hwgen as hw
+
 APPS = sorted(p.stem for p in (Path(__file__).resolve().parent.parent / "patterns" / "mesh").glob("*.py"))
 
 
@@ -78,6 +80,18 @@ def test_weight_update_sharded_or_replicated_gives_the_same_weights():
         np.testing.assert_array_equal(sim.outputs, want)
         assert sim.cycles == sim.predicted_cycles
         assert [c["kind"] for c in sim.design.report["collectives"]] == kinds
+
+
+def test_the_training_step_builds_for_other_model_sizes():
+    """`kernels(features)` (the benchmark's larger models): every kernel's golden model equals
+    numpy at 128 weights, and the kernels read arrays of that size."""
+    app, _ = load("weight_update")
+    args = app.inputs(3, 128)
+    want = app.reference(*args)
+    for kernel in app.kernels(128).values():
+        np.testing.assert_array_equal(kernel(*args), want)
+    with pytest.raises(hw.HwgenError, match=r"expected an int32 array of shape \(128, 128\)"):
+        app.kernels(128)["replicated"](*app.inputs(3))
 
 
 @pytest.mark.rtl

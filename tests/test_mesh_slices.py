@@ -51,7 +51,7 @@ def test_each_pe_reads_its_rows_of_a_rolled_argument_in_place():
             lambda al: -hw.axis_index("x") * 8 + 4,
             4,
             "roll",
-            "the rows of a rolled argument read on PE 0 (28 to 35 of 32) wrap round its end; roll it by whole "
+            "the rows of a rolled array read on PE 0 (28 to 35 of 32) wrap round its end; roll it by whole "
             "blocks that the reads stay in",
         ),
         (
@@ -102,23 +102,60 @@ def test_fixed_point_arrays_cross_the_mesh_as_their_raw_integers():
     assert sim.cycles == sim.predicted_cycles
 
 
-def test_a_rolled_argument_passed_to_a_collective_is_refused():
+def _argument_to_psum(al):
+    s = hw.roll(al, -hw.axis_index("x") * 8, axis=0)  # L:to-psum
+    t = hw.psum(s, "x")
+    return hw.map((8, 4), lambda i, j: s[i, j] + t[31 - i, j])
+
+
+def _gathered_to_psum(al):
+    s = hw.roll(hw.all_gather(al, "x", tiled=True), -hw.axis_index("x") * 8, axis=0)  # L:gathered
+    return hw.psum(s, "x")
+
+
+@pytest.mark.parametrize(
+    "body, specs, named, marker",
+    [
+        (_argument_to_psum, (hw.P(), hw.P("x")), "the argument 'a'", "to-psum"),
+        (_gathered_to_psum, (hw.P("x"), hw.P()), "the result of all_gather", "gathered"),
+    ],
+)
+def test_a_rolled_array_passed_to_a_collective_is_refused(body, specs, named, marker):
     """A collective (or a transpose before one) would move all the block's rows from where
-    the PE's rolled rows start, past the argument: only reads by index are built."""
+    the PE's rolled rows start, past the array: only reads by index are built."""
 
-    @hw.kernel(mesh=RING4, tile={"i": 8})
+    @hw.kernel(mesh=RING4)
     def k(a: hw.Array[int32, 32, 4]):
-        def body(al):
-            s = hw.roll(al, -hw.axis_index("x") * 8, axis=0)  # L:to-psum
-            t = hw.psum(s, "x")
-            return hw.map((8, 4), lambda i, j: s[i, j] + t[31 - i, j])
-
-        return hw.shard_map(body, mesh=RING4, in_specs=hw.P(), out_specs=hw.P("x"))(a)
+        return hw.shard_map(body, mesh=RING4, in_specs=specs[0], out_specs=specs[1])(a)
 
     with pytest.raises(hw.HwgenError) as e:
         k.elaborate()
     message = (
-        "cannot elaborate kernel 'k' on mesh 4 ring (x): a rolled argument may only be read by index (its rows "
-        f"read stay where they lie); pass the argument 'a' itself to collectives and array operations{TAIL}"
+        "cannot elaborate kernel 'k' on mesh 4 ring (x): a rolled array may only be read by index (its rows "
+        f"read stay where they lie); pass {named} itself to collectives and array operations{TAIL}"
     )
-    markers.check_error(e.value, hw.UnsupportedError, message, __file__, "to-psum")
+    markers.check_error(e.value, hw.UnsupportedError, message, __file__, marker)
+
+
+@pytest.mark.rtl
+def test_each_pe_reads_its_rows_of_a_rolled_all_gather_in_place():
+    """The rows of a collective's result, rolled by the PE's index, are read where they lie
+    too (the partitioner's gather-and-slice): the all-gather's result array, read from a
+    per-PE place once the gather is done."""
+
+    @hw.kernel(mesh=RING4, tile={"i": 4})
+    def k(a: hw.Array[int32, 32, 4]):
+        def body(al):  # al: this PE's 8 rows
+            whole = hw.all_gather(al, "x", tiled=True)
+            mine = hw.roll(whole, -((hw.axis_index("x") + 1) % 4) * 8, axis=0)  # the next PE's rows
+            return hw.map((8, 4), lambda i, j: mine[i, j] - al[i, j])
+
+        return hw.shard_map(body, mesh=RING4, in_specs=hw.P("x"), out_specs=hw.P("x"))(a)
+
+    a = np.random.default_rng(4).integers(-(2**20), 2**20, (32, 4)).astype(np.int32)
+    want = np.roll(a, -8, axis=0) - a
+    np.testing.assert_array_equal(k(a), want)  # the golden model
+    sim = k.verify(a)
+    np.testing.assert_array_equal(sim.outputs, want)
+    assert sim.cycles == sim.predicted_cycles
+    assert sim.design.plan.aliases == {"collective0_slice": ("collective0", (32, 64, 96, 0))}

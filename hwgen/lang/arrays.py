@@ -88,10 +88,11 @@ class ArrayVal(_Operators):
     def elem(self, idx: tuple) -> Val:
         """The element at `idx`, a tuple of Vals (weak index expressions)."""
         assert len(idx) == self.ndim
-        if isinstance(self.node, ir.Roll) and not isinstance(self.node.x, ir.Input):
+        if isinstance(self.node, ir.Roll) and not isinstance(self.node.x, (ir.Input, ir.Collective)):
             raise UnsupportedError(
                 "the result of hw.roll can only be returned (by the kernel, or by a shard_map body), "
-                "or read when it rolls an argument: compute on the parts before joining them",
+                "or read when it rolls an argument or a collective's result: compute on the parts before "
+                "joining them",
                 user_loc(),
             )
         if self.node is not None:
@@ -371,7 +372,8 @@ def roll(a, shift, axis=None) -> ArrayVal:
     """numpy's `roll(a, shift, axis)` along axis 0 (axis None: a 1-D array only, as numpy
     flattens): element i of the result is a[(i - shift) mod n]; the shift may be a traced int
     scalar (hw.axis_index on a mesh). It can only be returned, or read when it rolls an
-    argument (a shard_map body's block: the PE's rows of it, mesh/slices.py)."""
+    argument or a collective's result (a shard_map body's block, or a gathered array: the
+    PE's rows of it, mesh/slices.py)."""
     loc = user_loc()
     if not isinstance(a, ArrayVal):
         raise TraceError("hw.roll rolls an array", loc)

@@ -241,13 +241,23 @@ def _plan(kernel, prog, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusa
             )
     aliases = {}  # arrays lying in another at a per-PE place: rolled arguments, a rolled result's parts
     args = {inp: a.name for a, inp in zip(sm.args, sm.params)}
-    for roll, (shape, offsets) in rolled_inputs(out, args, mesh, dram.words_per_cycle, refuse).items():
-        target = rename[roll.x].name
+    rolled = rolled_inputs(out, args, mesh, dram.words_per_cycle, refuse)
+
+    def slice_of(roll) -> str:
+        """The rows of `roll` a PE reads: an alias in the array rolled (an argument, or a
+        collective's result once it has its array); its name."""
+        shape, offsets = rolled[roll]
+        target = ir.transform(roll.x, lambda x: rename.get(x)).name
         name = _fresh(f"{target}_slice", taken)
         taken.add(name)
         aliases[name] = (target, offsets)
         local_params.append(Port(name, roll.dtype, shape))
         rename[ir.transform(roll, lambda x: rename.get(x))] = ir.Input(name, roll.dtype, shape)
+        return name
+
+    for roll in rolled:
+        if not isinstance(roll.x, ir.Collective):
+            slice_of(roll)
     extents = dict(prog.extents)
     out = along_dim0(out, extents)  # collectives along other dimensions, between local transposes
     colls = collectives_in_order([out])
@@ -285,11 +295,12 @@ def _plan(kernel, prog, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusa
         plans.append(cp)
         operand = Port(partial, coll.operand.dtype, coll.operand.shape)
         value = None if isinstance(bare, ir.Input) else local(coll.operand, coll.loc)
-        results.append(Result(operand, value, then=(Collective(cp.phases),)))
         # the collective, as the body's later values see it once rewritten, is its result array
         rename[ir.transform(coll, lambda x: rename.get(x))] = ir.Input(dst, coll.dtype, coll.shape)
         if coll is not out:
             local_params.append(Port(dst, coll.dtype, coll.shape))
+        within = tuple(slice_of(roll) for roll in rolled if roll.x == coll)
+        results.append(Result(operand, value, then=(Collective(cp.phases, within=within),)))
     if len({c.dtype.bits for c in colls}) > 1:
         refuse("the collectives of one body must move elements of one width (the links carry one)", sm.loc)
     direct = bool(colls) and out is colls[-1]

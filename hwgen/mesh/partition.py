@@ -55,7 +55,7 @@ from .. import ir
 from ..errors import HwgenError, ScheduleError, UnsupportedError
 from ..lang.program import Program, Result
 from .mesh import P
-from .reshard import all_to_all, moved, permute, plain, sliced, swapped
+from .reshard import all_to_all, moved, permute, plain, regrouped, sliced, swapped
 from .reshard import size as _size
 from .slices import local_slice
 from .specs import check_spec
@@ -429,12 +429,16 @@ class _Partition:
             node, spec = local_slice(node, needs[0], self.mesh), (needs[0],) + spec[1:]
         if swapped(spec, needs, self.mesh):
             node, spec = permute(node, spec, needs, self.mesh, r.loc or m.loc)
+        if regrouped(spec, needs, self.mesh):  # gathered whole along dimension 0, then sliced
+            whole = ((),) + spec[1:]
+            node = self._gather(node, spec, whole, r.loc or m.loc, what)
+            node, spec = local_slice(node, needs[0], self.mesh), (needs[0],) + spec[1:]
         if any(a and a != s for a, s in zip(needs, spec)):
             self.refuse(
                 f"{what} is split as {_show(spec)} but read as {_show(needs)}; moving blocks between "
                 f"these splits is not built yet (an all-to-all moves the split of one dimension to "
                 f"another that is not split; a permute, to as many blocks over other axes; a gather, "
-                f"where the read splits less)",
+                f"where the read splits less; a gather and a slice, rows into another number of blocks)",
                 r.loc or m.loc,
             )
         return self._gather(node, spec, needs, r.loc or m.loc, what)

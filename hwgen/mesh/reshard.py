@@ -4,6 +4,8 @@ it) to the split a read or a result needs, as GSPMD does. partition.py uses thes
 - `moved` / `all_to_all`: the axes splitting one dimension move to another, unsplit one;
 - `swapped` / `permute`: one dimension split by other axes into as many blocks, by a permute;
 - `sliced`: a split of dimension 0 that the array lacks, read in place (slices.local_slice);
+- `regrouped`: dimension 0 split by other axes into another number of blocks: gathered whole
+  along it, then each PE's rows read in place (a local slice of the gathered array);
 - `plain`: a spec without axes of one PE, which split nothing.
 """
 
@@ -55,6 +57,14 @@ def sliced(spec: tuple, want: tuple) -> bool:
     block (slices.local_slice): `want` splits dimension 0, which `spec` does not, and
     splits the others as `spec` does (a slice is only read: never gathered or moved)."""
     return not spec[0] and bool(want[0]) and tuple(spec[1:]) == tuple(want[1:])
+
+
+def regrouped(spec: tuple, want: tuple, mesh) -> bool:
+    """Whether `want` splits dimension 0 by other axes than `spec` into another number of
+    blocks and agrees elsewhere: an all-gather along dimension 0 over `spec`'s axes, then
+    each PE's rows of the gathered array (GSPMD's all-gather and dynamic slice)."""
+    a, b = spec[0], want[0]
+    return bool(a and b) and size(a, mesh) != size(b, mesh) and tuple(spec[1:]) == tuple(want[1:])
 
 
 def swapped(spec: tuple, want: tuple, mesh) -> bool:

@@ -7,8 +7,9 @@ hw.axis_index; a user's body may write the same. No data moves: `rolled_inputs` 
 such roll an array of the per-PE program that lies inside x at a per-PE place (an alias:
 the mesh top gives PE k its base, x's plus its offset; see mesh_top.py).
 
-A roll qualifies when it rolls a kernel argument's block along dimension 0 by a shift
-computed from hw.axis_index and constants, and on every PE the rows read (the front end
+A roll qualifies when it rolls a kernel argument's block (or a collective's result, which
+lies in the PE's DRAM too: the partitioner's slice of a gathered array) along dimension 0 by
+a shift computed from hw.axis_index and constants, and on every PE the rows read (the front end
 allows affine subscripts in bounds only) lie in the block without wrapping round its end.
 The alias is the rows read from the first; its place, whole DRAM beats.
 """
@@ -44,60 +45,76 @@ def local_slice(x, axes: tuple, mesh):
 
 
 def rolled_inputs(out, inputs: dict, mesh, word_beat: int, refuse) -> dict:
-    """Every roll of a kernel argument in body `out` that qualifies (see the module doc) ->
-    (its rows read, each PE's offset into the argument in words); `inputs`: the body's
-    argument Inputs, each to its kernel argument's name. A read roll of an argument that does not qualify is refused
-    (`refuse(why, loc)`); other rolls are left alone."""
-    from ..interp import Evaluator, Frame
+    """Every roll of a kernel argument or a collective's result in body `out` that qualifies
+    (see the module doc) -> (its rows read, each PE's offset into the array in words);
+    `inputs`: the body's argument Inputs, each to its kernel argument's name. A read roll of
+    an argument or collective that does not qualify is refused (`refuse(why, loc)`); other
+    rolls are left alone."""
+
+    def lies(x) -> bool:  # an array in the PE's DRAM, whose rows a roll can read in place
+        return x in inputs or isinstance(x, ir.Collective)
+
+    def named(x) -> str:
+        return f"the argument '{inputs[x]}'" if x in inputs else f"the result of {x.kind}"
 
     reads = [n for n in ir.walk(out) if isinstance(n, ir.Read) and isinstance(n.src, ir.Roll)]
-    rolls = list(dict.fromkeys(r.src for r in reads if r.src.x in inputs))
+    rolls = list(dict.fromkeys(r.src for r in reads if lies(r.src.x)))
     for n in ir.walk(out):  # read only: a collective or a transpose would move all its rows
         for c in ir.children(n):
-            if isinstance(c, ir.Roll) and c.x in inputs and not (isinstance(n, ir.Read) and n.src == c):
+            if isinstance(c, ir.Roll) and lies(c.x) and not (isinstance(n, ir.Read) and n.src == c):
                 refuse(
-                    f"a rolled argument may only be read by index (its rows read stay where they lie); "
-                    f"pass the argument '{inputs[c.x]}' itself to collectives and array operations",
+                    f"a rolled array may only be read by index (its rows read stay where they lie); "
+                    f"pass {named(c.x)} itself to collectives and array operations",
                     c.loc,
                 )
-    if not rolls:
-        return {}
     extents = {d.name: d.extent for d in ir.walk(out) if isinstance(d, ir.Dim)}
-    allowed = {axis_param(a) for a in mesh.axis_names}
     found = {}
     for roll in rolls:
-        x, loc = roll.x, roll.loc
-        for e in ir.walk(roll.shift):
-            if not isinstance(e, (ir.Const, ir.Param, ir.Binary, ir.Unary, ir.Cast)) or (
-                isinstance(e, ir.Param) and e.name not in allowed
-            ):
-                refuse("the shift of hw.roll must be computed from hw.axis_index and constants", loc)
+        _check_shift(roll, mesh, refuse)
         top = 0
         for r in reads:
             if r.src == roll:
                 form = to_affine(r.idx[0])  # the front end allows affine subscripts in bounds only
                 if form is None or any(n not in extents for n in form.names()) or form.value_range(extents)[0] < 0:
-                    refuse("a rolled argument must be read at affine rows of its block, from row 0 on", r.loc or loc)
+                    refuse("a rolled array must be read at affine rows of its block, from row 0 on", r.loc or roll.loc)
                 top = max(top, form.value_range(extents)[1] + 1)
-        n, row_words = x.shape[0], math.prod(x.shape[1:])
-        offsets = []
-        for k in range(mesh.size):
-            args = {axis_param(a): np.int32(c) for a, c in zip(mesh.axis_names, mesh.coords(k))}
-            shift = int(np.ravel(Evaluator(args).expr(roll.shift, Frame(params=args)))[0])
-            first = (-shift) % n  # the argument's row that the roll's row 0 holds
+        n, row_words = roll.x.shape[0], math.prod(roll.x.shape[1:])
+        firsts = _first_rows(roll, mesh)
+        for k, first in enumerate(firsts):
             if first + top > n:
                 refuse(
-                    f"the rows of a rolled argument read on PE {k} ({first} to {first + top - 1} of {n}) "
+                    f"the rows of a rolled array read on PE {k} ({first} to {first + top - 1} of {n}) "
                     f"wrap round its end; roll it by whole blocks that the reads stay in",
-                    loc,
+                    roll.loc,
                 )
             if first * row_words % word_beat:
                 refuse(
-                    f"the rows PE {k} reads of the argument '{inputs[x]}' (a hw.roll of it, or its local slice "
+                    f"the rows PE {k} reads of {named(roll.x)} (a hw.roll of it, or its local slice "
                     f"where it is read split and whole) start at word {first * row_words}, which is not a whole "
                     f"DRAM beat ({word_beat} words)",
-                    loc,
+                    roll.loc,
                 )
-            offsets.append(first * row_words)
-        found[roll] = ((top,) + tuple(x.shape[1:]), tuple(offsets))
+        found[roll] = ((top,) + tuple(roll.x.shape[1:]), tuple(f * row_words for f in firsts))
     return found
+
+
+def _check_shift(roll, mesh, refuse) -> None:
+    """A roll's shift must be computed from the PE's coordinates and constants."""
+    allowed = {axis_param(a) for a in mesh.axis_names}
+    for e in ir.walk(roll.shift):
+        if not isinstance(e, (ir.Const, ir.Param, ir.Binary, ir.Unary, ir.Cast)) or (
+            isinstance(e, ir.Param) and e.name not in allowed
+        ):
+            refuse("the shift of hw.roll must be computed from hw.axis_index and constants", roll.loc)
+
+
+def _first_rows(roll, mesh) -> list:
+    """On each PE, the row of the rolled array that the roll's row 0 holds."""
+    from ..interp import Evaluator, Frame
+
+    firsts = []
+    for k in range(mesh.size):
+        args = {axis_param(a): np.int32(c) for a, c in zip(mesh.axis_names, mesh.coords(k))}
+        shift = int(np.ravel(Evaluator(args).expr(roll.shift, Frame(params=args)))[0])
+        firsts.append((-shift) % roll.x.shape[0])
+    return firsts

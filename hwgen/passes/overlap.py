@@ -175,6 +175,7 @@ def _uses(entry) -> tuple:
             for ph in c.phases:
                 reads.append((("dram", ph.src), None))
                 writes.append((("dram", ph.dst), None))
+            writes.extend((("dram", name), None) for name in c.within)
         writes.extend((("mem", m.name), None) for m in _mems(c))
         for k in children(c):
             visit(k, extents)
