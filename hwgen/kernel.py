@@ -39,6 +39,7 @@ class Kernel:
         link=None,
         shardings=None,
         collective_matmul="auto",
+        collective_stages=False,
     ):
         self.fn = fn
         self.name = fn.__name__
@@ -46,6 +47,7 @@ class Kernel:
         self.mesh = mesh
         self.link = link
         self.collective_matmul = collective_matmul  # "auto", True or False (mesh/hardware.py plan)
+        self.collective_stages = collective_stages  # a collective as a stage of its operand's tile loop
         self.program = program if program is not None else trace_program(fn, schedule.loc)
         check_program(self.program, mesh)
         check_collective_matmul(self.program, collective_matmul, schedule.loc)
@@ -78,7 +80,16 @@ class Kernel:
             s.metapipeline if metapipeline is _UNSET else metapipeline,
             loc=user_loc(),
         )
-        return Kernel(self.fn, schedule, self.program, self.mesh, self.link, self.shardings, self.collective_matmul)
+        return Kernel(
+            self.fn,
+            schedule,
+            self.program,
+            self.mesh,
+            self.link,
+            self.shardings,
+            self.collective_matmul,
+            self.collective_stages,
+        )
 
     def build(self, out_dir="rtl_out", dram=None, show_ir=None, wrap=None):
         """Elaborate the hardware and write out_dir/<kernel>/<kernel>.v and report.json.
@@ -224,15 +235,22 @@ def kernel(
     in_shardings=None,
     out_shardings=None,
     collective_matmul="auto",
+    collective_stages=False,
 ):
     """Decorator: `@hw.kernel` or `@hw.kernel(tile={...}, par={...}, metapipeline=True,
     mesh=hw.Mesh(...), link=hw.LinkConfig(...), in_shardings=(hw.P(...), ...), out_shardings=hw.P(...),
-    collective_matmul="auto")`."""
+    collective_matmul="auto", collective_stages=False)`."""
     loc = user_loc()
     schedule = Schedule.parse(tile, par, metapipeline, loc)
-    check_options(mesh, link, loc, collective_matmul)
+    check_options(mesh, link, loc, collective_matmul, collective_stages)
     shardings = (in_shardings, out_shardings)
-    options = {"mesh": mesh, "link": link, "shardings": shardings, "collective_matmul": collective_matmul}
+    options = {
+        "mesh": mesh,
+        "link": link,
+        "shardings": shardings,
+        "collective_matmul": collective_matmul,
+        "collective_stages": collective_stages,
+    }
     if fn is not None:
         return Kernel(fn, schedule, **options)
     return lambda f: Kernel(f, schedule, **options)

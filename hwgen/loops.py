@@ -158,11 +158,16 @@ class Collective:
     copy.CopyPlans), run one after another, from DRAM array to DRAM array; a leaf of the
     kernel's root sequence (mesh/hardware.py places it). `within`: arrays of the program
     that lie inside its result at a per-PE place (the rows a PE reads of it in place), which
-    it writes too."""
+    it writes too. A collective stage (`chunk` > 0) is instead the last stage of the tile
+    loop that stores its operand: each iteration it runs its phases on the `chunk` words
+    that iteration stored, at word `offset` (an expression of the loop's counters) of its
+    arrays (passes/lower.py)."""
 
     phases: tuple
     name: str = ""
     within: tuple = ()
+    chunk: int = 0
+    offset: object = None
 
 
 @dataclass(frozen=True)

@@ -362,11 +362,13 @@ class MeshLayout(EntryLayout):
         if parts and all(e[0] != mp.result for e in names):  # the result is written by its parts
             part = parts[0]
             names.append((mp.result, math.prod(mp.shape), part.dtype, "out"))
-        for r in mp.rings:  # each phase's result (phases may share one)
+        # each phase's result (phases may share one; a collective stage writes a chunk per trip)
+        for r, trips in ((r, c.trips) for c in mp.collectives for r in c.phases):
             role = "out" if r.dst == mp.result else "scratch"
             same = [k for k, e in enumerate(names) if e[0] == r.dst]
+            words = r.dst_words * trips
             if same:
-                names[same[0]] = (r.dst, max(names[same[0]][1], r.dst_words), r.dtype, names[same[0]][3])
+                names[same[0]] = (r.dst, max(names[same[0]][1], words), r.dtype, names[same[0]][3])
             else:
-                names.append((r.dst, r.dst_words, r.dtype, role))
+                names.append((r.dst, words, r.dtype, role))
         super().__init__(names, design.component.word_bits, design.dram.addr_bits)

@@ -695,10 +695,12 @@ class _LoadStore:
         self.reqs = _Turns(unit, engines, "req", load=True)
         self.resps = _Turns(unit, engines, "resp", load=True)
         self.st_rows = _Turns(unit, engines, "st", load=False)
+        self.st_items = [Signal(range(e.stores + 1), name=f"st_items{e.h}") for e in engines]  # items stored
         self.first = plan.first_beats(W)
 
     def reset_at_go(self, m) -> None:
         m.d.sync += [self.req.eq(0), self.resp.eq(0), self.st_rd.eq(0), self.st_sent.eq(0)]
+        m.d.sync += [n.eq(0) for n in self.st_items]
         for e in self.engines:
             m.d.sync += [e.loaded.eq(0), e.finished.eq(0)]
 
@@ -741,7 +743,7 @@ class _LoadStore:
         m.submodules.wq = wq = SyncFIFO(width=data_bits + unit.addr_bits, depth=4)
         st1, st1_turn = Signal(), Signal(range(max(2, len(engines))))
         st1_addr = Signal(unit.addr_bits)
-        st_items = [Signal(range(e.stores + 1), name=f"st_items{h}") for h, e in enumerate(engines)]
+        st_items = self.st_items
         may = Const(0, 1)
         for h, e in enumerate(engines):
             may = may | (self.st_rows.turn_is(h) & (st_items[h] < e.finished))

@@ -149,7 +149,7 @@ class PE(wiring.Component):
             return self._node(ctrl, unit)
         if isinstance(ctrl, Collective):
             colls = phases.units(ctrl.phases, cfg, self.word_bits)
-            node = self._node(ctrl, phases.Stage())
+            node = self._node(ctrl, phases.Stage(ctrl, outer, cfg.addr_bits))
             self.stages.append((node.unit, ctrl.phases, colls))
             self.rings += ctrl.phases
             self.colls += colls

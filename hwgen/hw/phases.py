@@ -32,8 +32,10 @@ from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from ..affine import to_affine
 from .collective import RingCollective, masked, ring_links
 from .copy import BlockCopy, CopyPlan
+from .counters import port_name
 from .link import LinkRx, LinkTx, link_signature
 
 
@@ -82,14 +84,25 @@ def units(rings, dram, word_bits: int) -> list:
 class Stage(wiring.Component):
     """A collective (loops.Collective) in the PE's controller tree: its go and done. Its
     phases are wired in the PE (`elaborate`), which shares their links and DRAM clients with
-    the other collectives': `run` starts the first phase, `finished` is the last one's done."""
+    the other collectives': `run` starts the first phase, `finished` is the last one's done.
+    A collective stage of a tile loop (`coll.offset`, affine in the loop's counters, which
+    come in as `ctr_<name>`) gives its phases the words of its iteration: `offset`."""
 
-    def __init__(self):
-        super().__init__({"go": In(1), "done": Out(1), "run": Out(1), "finished": In(1)})
+    def __init__(self, coll, outer: dict, addr_bits: int):
+        members = {"go": In(1), "done": Out(1), "run": Out(1), "finished": In(1), "offset": Out(addr_bits)}
+        self.terms = dict(to_affine(coll.offset).terms) if coll.offset is not None else {}
+        self.outer_used = tuple(self.terms)
+        for n in self.outer_used:
+            members[f"ctr_{port_name(n)}"] = In(range(max(2, outer[n])))
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
         m.d.comb += [self.run.eq(self.go), self.done.eq(self.finished)]
+        offset = Const(0, 1)
+        for n, k in self.terms.items():
+            offset = offset + getattr(self, f"ctr_{port_name(n)}") * k
+        m.d.comb += self.offset.eq(offset)
         return m
 
 
@@ -118,8 +131,8 @@ def elaborate(m, pe, stages: list, bases: dict) -> None:
             block = r.words if isinstance(r, CopyPlan) else r.n // r.p
             m.d.comb += [
                 coll.go.eq(go),
-                coll.src_base.eq(dst[r.src] + _blocks(pe, x, r.src_shift, r, block)),
-                coll.dst_base.eq(dst[r.dst] + _blocks(pe, x, r.dst_shift, r, block)),
+                coll.src_base.eq(dst[r.src] + _blocks(pe, x, r.src_shift, r, block) + stage.offset),
+                coll.dst_base.eq(dst[r.dst] + _blocks(pe, x, r.dst_shift, r, block) + stage.offset),
             ]
             m.d.comb += coll.pe_x.eq(x)
             if masked(r):

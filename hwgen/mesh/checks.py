@@ -14,8 +14,13 @@ from .mesh import LinkConfig, Mesh, P
 from .specs import check_spec
 
 
-def check_options(mesh, link, loc, collective_matmul="auto") -> None:
-    """The `mesh=`, `link=` and `collective_matmul=` arguments of `@hw.kernel`."""
+def check_options(mesh, link, loc, collective_matmul="auto", collective_stages=False) -> None:
+    """The `mesh=`, `link=`, `collective_matmul=` and `collective_stages=` arguments of `@hw.kernel`."""
+    if collective_stages is not True and collective_stages is not False:
+        raise ScheduleError(f"collective_stages must be True or False, got {collective_stages!r}", loc)
+    if collective_stages and mesh is None:
+        why = "collective_stages= runs a mesh kernel's collectives in tile loops; it needs mesh= too"
+        raise ScheduleError(why, loc)
     if not any(collective_matmul is v for v in ("auto", True, False)) and collective_matmul != "auto":
         raise ScheduleError(f"collective_matmul must be 'auto', True or False, got {collective_matmul!r}", loc)
     if collective_matmul != "auto" and mesh is None:

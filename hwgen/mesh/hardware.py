@@ -39,6 +39,7 @@ from ..hw.collective import RingPlan
 from ..lang.program import Program, Result
 from ..lang.signature import Port
 from ..loops import Collective
+from ..passes.lower import fused, stage_rows
 from ..timing import link_depth
 from .checks import shard_maps
 from .collectives import axis_param
@@ -66,7 +67,8 @@ class CollectivePlan:
     """One collective of the body: its `kind` (all_reduce, reduce_scatter, all_gather,
     permute, all_to_all), `axes`, the whole (reduced or gathered) vector's `words`, a
     permute's or all-to-all's (source, destination) block `pairs`, its `phases`
-    (collective.RingPlans, copy.CopyPlans: hw/phases.py) and its `loc`."""
+    (collective.RingPlans, copy.CopyPlans: hw/phases.py) and its `loc`; a collective stage
+    (`trips` > 1) runs its phases on `words` each of `trips` iterations."""
 
     kind: str
     axes: tuple
@@ -74,6 +76,7 @@ class CollectivePlan:
     phases: tuple
     pairs: tuple = ()
     loc: object = None
+    trips: int = 1  # a collective stage: it runs on `words` each iteration of its operand's loop
 
     @property
     def op(self) -> str:
@@ -263,6 +266,7 @@ def _plan(kernel, prog, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusa
     colls = collectives_in_order([out])
     joined = list(dict.fromkeys(ir.Concat.used([out])))  # hw.concatenate results the body reads
     plans, results = [], []
+    staged = []  # per collective with collective_stages: why it does not run as a stage ("" if it does)
 
     def local(value, where):
         """`value` over the kernel's arrays and the collectives' results so far, as a per-PE
@@ -291,16 +295,23 @@ def _plan(kernel, prog, what: str, dram) -> MeshPlan:  # noqa: C901  (one refusa
             partial = _fresh("partial" if len(colls) == 1 else f"partial{k}", taken)
         dst = res.port.name if coll is out else _fresh(f"collective{k}", taken | {partial})
         taken |= {partial, dst}
-        cp = _collective(coll, mesh, link, dram, (partial, dst, taken), refuse, what, kernel.name)
-        plans.append(cp)
         operand = Port(partial, coll.operand.dtype, coll.operand.shape)
         value = None if isinstance(bare, ir.Input) else local(coll.operand, coll.loc)
+        cp, chunk = None, 0
+        if kernel.collective_stages:
+            cp, chunk, why = _stage(coll, value, kernel.schedule.tiles, (mesh, link, dram), (partial, dst, taken))
+            staged.append(why)
+        if cp is None:
+            cp = _collective(coll, mesh, link, dram, (partial, dst, taken), refuse, what, kernel.name)
+        plans.append(cp)
         # the collective, as the body's later values see it once rewritten, is its result array
         rename[ir.transform(coll, lambda x: rename.get(x))] = ir.Input(dst, coll.dtype, coll.shape)
         if coll is not out:
             local_params.append(Port(dst, coll.dtype, coll.shape))
         within = tuple(slice_of(roll) for roll in rolled if roll.x == coll)
-        results.append(Result(operand, value, then=(Collective(cp.phases, within=within),)))
+        results.append(Result(operand, value, then=(Collective(cp.phases, within=within, chunk=chunk),)))
+    if staged and all(staged):  # collective_stages=True, and none runs as a stage
+        refuse(f"collective_stages=True, but no collective can run as a stage: {staged[0]}", sm.loc)
     if len({c.dtype.bits for c in colls}) > 1:
         refuse("the collectives of one body must move elements of one width (the links carry one)", sm.loc)
     direct = bool(colls) and out is colls[-1]
@@ -355,6 +366,47 @@ def _rolled_offsets(out, mesh, refuse, loc) -> list:
     if any(s % rows for s in shifts):
         refuse(f"hw.roll must shift by whole blocks of {rows} rows on every PE", out.loc or loc)
     return [tuple((at + s) % n * row_words for s in shifts) for at in cat.offsets()]
+
+
+def _stage(coll, value, tiles: dict, where: tuple, arrays: tuple) -> tuple:
+    """(its CollectivePlan, the words of a chunk, "") of body collective `coll` as a stage
+    of the tile loop of its operand `value` (a Map, or None for an array in DRAM: passes/
+    lower.py stage_rows), each iteration an all-reduce of the rows it stored; or (None, 0,
+    why not)."""
+    mesh, link, dram = where
+    kind = OPS.get(coll.kind, ("",))[0]
+    if kind != "all_reduce" or len(coll.axes) != 1:
+        return None, 0, f"only an all-reduce over one axis runs as a stage, not hw.{coll.kind} over {coll.axes}"
+    rows = stage_rows(fused(value), tiles) if isinstance(value, ir.Map) else 0
+    if not rows:
+        return (
+            None,
+            0,
+            (
+                f"the operand of hw.{coll.kind} must be computed in tiles of its rows (a tile of dimension 0 "
+                f"smaller than it, the other dimensions whole)"
+            ),
+        )
+    shape = (rows,) + tuple(coll.shape[1:])
+    part = ir.Collective(coll.kind, coll.axes, coll.params, ir.Input("%chunk", coll.dtype, shape), shape, loc=coll.loc)
+
+    def refuse(why, loc):
+        raise UnsupportedError(why, loc)
+
+    try:
+        cp = _collective(part, mesh, link, dram, arrays, refuse, "stage", "")
+    except HwgenError as e:
+        return (
+            None,
+            0,
+            (
+                f"each iteration of the tile loop computing the operand of hw.{coll.kind} stores {math.prod(shape)} "
+                f"words, which do not build as an all-reduce of their own ({e.message}); tile its rows by more"
+            ),
+        )
+    if len(cp.phases) != 1:
+        return None, 0, "a collective of several phases does not run as a stage"
+    return replace(cp, trips=coll.shape[0] // rows), math.prod(shape), ""
 
 
 def _collective(coll, mesh, link, dram, arrays: tuple, refuse, what: str, name: str):  # noqa: C901
@@ -727,11 +779,17 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None, target=None)
             sizes = tuple(mp.mesh.shape[a] for a in c.axes)
             words = mesh_route_bound(c.pairs, sizes, c.words // group, wraps)
         else:  # at a word a cycle
-            words = mesh_link_bound(c.kind, c.words, group, len(c.axes), hops, c.pairs, wraps)
+            words = mesh_link_bound(c.kind, c.words * c.trips, group, len(c.axes), hops, c.pairs, wraps)
         link_bound += -(-words // link.words_per_cycle)
     model = predict_mesh(compiled, dram, link_bound)
     collectives = [
-        {"kind": c.kind, "axes": list(c.axes), "op": c.op, "phases": [_phase_report(r) for r in c.phases]}
+        {
+            "kind": c.kind,
+            "axes": list(c.axes),
+            "op": c.op,
+            "phases": [_phase_report(r) for r in c.phases],
+            **({"stage_iterations": c.trips} if c.trips > 1 else {}),
+        }
         for c in mp.collectives
     ]
     report = {

@@ -19,6 +19,8 @@ filters and flatmaps in collect.py; this file drives them over the program's res
 from __future__ import annotations
 
 import itertools
+import math
+from dataclasses import replace
 
 from .. import ir
 from ..affine import Affine
@@ -59,8 +61,8 @@ class _Lowerer(Tiles, Reductions, Collections):
     def run(self) -> LoopProgram:
         drams = list(self.inputs.values())
         scalar_outs = []
-        fused = [_fused(r.node) for r in self.program.results]
-        for f in fused:
+        nodes = [fused(r.node) for r in self.program.results]
+        for f in nodes:
             _refuse_read_concatenations(f)
         # results between two `then`s (a mesh PE's collectives) or joined arrays (a read
         # concatenation, also a parameter) are one segment: a multifold may share its loop with
@@ -70,8 +72,8 @@ class _Lowerer(Tiles, Reductions, Collections):
         for result in self.program.results:
             segments.append(segment)
             segment += bool(result.then) or result.port.name in self.inputs  # or a joined array
-        folds = [[n for n in ir.walk(f) if isinstance(n, ir.MultiFold)] if f is not None else [] for f in fused]
-        for k, (result, node) in enumerate(zip(self.program.results, fused)):
+        folds = [[n for n in ir.walk(f) if isinstance(n, ir.MultiFold)] if f is not None else [] for f in nodes]
+        for k, (result, node) in enumerate(zip(self.program.results, nodes)):
             mine = (n for j, f in enumerate(folds) if segments[j] == segments[k] for n in f)
             self.multifolds = list(dict.fromkeys(mine))
             if node is None:  # a collective of an array the PE's DRAM holds already
@@ -89,7 +91,11 @@ class _Lowerer(Tiles, Reductions, Collections):
                 )
             elif isinstance(node, ir.Map):
                 dram = self.output(result.port.name, node, drams)
-                self.top.append(self.lower_map(dram, node))
+                loop = self.lower_map(dram, node)
+                for c in result.then:
+                    if c.chunk:
+                        loop = _with_stage(loop, c, node, self.tiles)
+                self.top.append(loop)
             elif isinstance(node, ir.MultiFold):
                 dram = self.output(result.port.name, node, drams)
                 acc = self.fold(node)
@@ -101,7 +107,7 @@ class _Lowerer(Tiles, Reductions, Collections):
                 self.top.append(Store(mem, dram, tuple(ir.Const(0, int64) for _ in node.shape), node.shape, limit))
             else:
                 scalar_outs.append(ScalarOut(result.port.name, self.lower_scalar(node)))
-            self.top.extend(result.then)
+            self.top.extend(c for c in result.then if not getattr(c, "chunk", 0))
         root = Loop((), tuple(self.top))
         params = tuple(p for p in self.program.params if not p.is_array)
         groups = tuple(g for g in self.collected.values() if isinstance(g, Group))
@@ -180,6 +186,35 @@ COPY_TILE = 1024  # elements of a copy's tile, at most
 COPY_LANES = 4  # a copy's lanes, at most (the default DRAM beat: DramConfig.words_per_cycle)
 
 
+def stage_rows(node: ir.Map, tiles: dict) -> int:
+    """Rows of dimension 0 that each iteration of `node`'s tile loop stores, when that loop
+    has one counter, over dimension 0, and stores whole rows (its other dimensions untiled
+    and whole): a collective of the result can then run as a stage of the loop, on the rows
+    each iteration stored (loops.Collective `chunk`). Else 0. `node` as lowering sees it
+    (fused: `fused`)."""
+    own = copy_schedule(node, tiles)[0]
+    size = {**tiles, **own}
+    names = [ir.schedule_name(d.name) for d in node.dims]
+    t = size.get(names[0], 1)
+    if t >= node.dims[0].extent or node.dims[0].extent % t:
+        return 0
+    if any(size.get(n, 1) != d.extent for n, d in zip(names[1:], node.dims[1:])):
+        return 0
+    return t
+
+
+def _with_stage(loop: Loop, coll, node: ir.Map, tiles: dict) -> Loop:
+    """`loop` (node's tile loop) with collective stage `coll` after its stages, on the words
+    each iteration stores (see stage_rows)."""
+    rows = stage_rows(node, tiles)
+    words = rows * math.prod(node.shape[1:])
+    if len(loop.counters) != 1 or words != coll.chunk:
+        raise AssertionError(f"a collective stage of {coll.chunk} words on a loop storing {words}")
+    (counter,) = loop.counters
+    offset = Affine.of({counter.name: words}, 0).to_expr()
+    return replace(loop, stages=loop.stages + (replace(coll, offset=offset),))
+
+
 def copy_schedule(node: ir.Map, tiles: dict) -> tuple:
     """(tiles, lanes) for a map that copies part of an array (its body a read of an input: a
     slice, a block the compiler copies, a part of a concatenation) or fills one with a
@@ -202,7 +237,7 @@ def copy_schedule(node: ir.Map, tiles: dict) -> tuple:
     return {n: t for n, t in own.items() if t > 1}, ({last: lanes} if lanes > 1 else {})
 
 
-def _fused(node):
+def fused(node):
     """A result's node fused for lowering: None stays None (nothing to compute); a Concat's
     parts are fused one by one, each a Map (a part that is not one is copied by a Map) or a
     Concat (joined in its place)."""
@@ -214,7 +249,7 @@ def _fused(node):
             if isinstance(part, ir.Roll):
                 raise UnsupportedError("a part of hw.concatenate may not be rolled itself", node.loc)
             if isinstance(part, ir.Concat):
-                parts.append(_fused(part))
+                parts.append(fused(part))
                 continue
             if not isinstance(part, ir.Map):
                 dims = tuple(ir.Dim(f"%cat{j}_{d}", n) for d, n in enumerate(part.shape))
