@@ -73,6 +73,31 @@ def test_collective_stages_keep_the_result_under_other_schedules(p, n, rows, met
     assert sim.design.report["collectives"][0]["stage_iterations"] == n // rows
 
 
+@pytest.mark.rtl
+def test_a_collective_stage_never_runs_beside_another_collective():
+    """The gather of the weights is no stage (its operand is an argument), the psum is: the
+    root's entries then run one after another, never two collectives on the links at once."""
+    ring = hw.Mesh((4,), ("x",), topology="ring")
+
+    @hw.kernel(mesh=ring, tile={"i": 64, "k": 8}, par={"k": 4}, collective_stages=True)
+    def k(a: hw.Array[int32, 4 * 256, 8], w: hw.Array[int32, 32]):
+        def body(b, wl):
+            wall = hw.all_gather(wl, "x", tiled=True)
+            g = hw.map(256, lambda i: hw.sum(8, lambda k: b[i, k] * wall[k]))
+            return hw.psum(g, "x")
+
+        split = hw.P("x")
+        return hw.shard_map(body, mesh=ring, in_specs=(split, split), out_specs=hw.P())(a, w)
+
+    rng = np.random.default_rng(5)
+    a, w = rng.integers(-100, 100, (1024, 8)).astype(np.int32), rng.integers(-100, 100, 32).astype(np.int32)
+    sim = k.verify(a, w)
+    np.testing.assert_array_equal(sim.outputs, (a.astype(np.int64) @ w[:8]).reshape(4, 256).sum(0).astype(np.int32))
+    assert sim.cycles == sim.predicted_cycles
+    assert [c.get("stage_iterations") for c in sim.design.report["collectives"]] == [None, 4]
+    assert all("parallel" not in s for s in sim.design.report["controllers"]["stages"])
+
+
 def test_collective_stages_take_true_or_false_on_a_mesh_kernel():
     with pytest.raises(hw.ScheduleError) as e:
 
@@ -142,11 +167,12 @@ def _scatter():
         ),
         (
             _one_row,
-            "each iteration of the tile loop computing the operand of hw.psum stores 1 words, which do not build "
-            "as an all-reduce of their own (the ring size 4 must divide the reduced length 1); tile its rows by more",
+            "each iteration of the tile loop computing the operand of hw.psum stores 1 word, which cannot be "
+            "all-reduced on their own (each of the 4 PEs' blocks of them must be whole DRAM beats of 4 words); "
+            "give dimension 0 a larger tile",
             "one-row",
         ),
-        (_scatter, "only an all-reduce over one axis runs as a stage, not hw.psum_scatter over ('x',)", "scatter"),
+        (_scatter, "only an all-reduce over one axis runs as a stage, not hw.psum_scatter over 'x'", "scatter"),
     ],
 )
 def test_collective_stages_with_nothing_to_stage_say_why(make, why, marker):

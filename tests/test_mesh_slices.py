@@ -117,7 +117,7 @@ def _gathered_to_psum(al):
     "body, specs, named, marker",
     [
         (_argument_to_psum, (hw.P(), hw.P("x")), "the argument 'a'", "to-psum"),
-        (_gathered_to_psum, (hw.P("x"), hw.P()), "the result of all_gather", "gathered"),
+        (_gathered_to_psum, (hw.P("x"), hw.P()), "the result of hw.all_gather", "gathered"),
     ],
 )
 def test_a_rolled_array_passed_to_a_collective_is_refused(body, specs, named, marker):

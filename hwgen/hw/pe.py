@@ -18,14 +18,16 @@ Members:
                             same DRAM (see below)
 
 A mesh kernel's program has collectives (loops.Collective, mesh/hardware.py) in its root
-sequence: each a hw/phases.py Stage whose phases (RingCollective and BlockCopy units) run one
-after another. The phases are the read and write clients of an arbiter of their own, on the
-channel `cmem` into the PE's DRAM (as a TPU's DMA engines have their own path to HBM): a
-collective never waits for a tile load or store, nor they for it, so a collective can run
-beside patterns that do not depend on it (a Parallel of the root) and each keeps the cycles
-it takes alone. Both ports' tags have the same width. Members then also those of
-phases.members: pe_<axis>: In (the PE's coordinates), base_<phase result>: In(addr), and the
-link pairs of each axis (hw/link.py's wire side: the PE holds the LinkTx and LinkRx of each).
+sequence, or as the last stage of a tile loop (a collective stage, whose phases take the
+loop's counters to offset their arrays): each a hw/phases.py Stage whose phases
+(RingCollective and BlockCopy units) run one after another. The phases are the read and
+write clients of an arbiter of their own, on the channel `cmem` into the PE's DRAM (as a
+TPU's DMA engines have their own path to HBM): a collective never waits for a tile load or
+store, nor they for it, so a collective can run beside patterns that do not depend on it (a
+Parallel of the root) and each keeps the cycles it takes alone. Both ports' tags have the
+same width. Members then also those of phases.members: pe_<axis>: In (the PE's coordinates),
+base_<phase result>: In(addr), and the link pairs of each axis (hw/link.py's wire side: the
+PE holds the LinkTx and LinkRx of each).
 
 Timing: the root controller starts the cycle after `start`; `done` rises the cycle after the
 root reports done; `cycles` = root cycles + 1.

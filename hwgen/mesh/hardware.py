@@ -376,7 +376,8 @@ def _stage(coll, value, tiles: dict, where: tuple, arrays: tuple) -> tuple:
     mesh, link, dram = where
     kind = OPS.get(coll.kind, ("",))[0]
     if kind != "all_reduce" or len(coll.axes) != 1:
-        return None, 0, f"only an all-reduce over one axis runs as a stage, not hw.{coll.kind} over {coll.axes}"
+        over = ", ".join(repr(a) for a in coll.axes)
+        return None, 0, f"only an all-reduce over one axis runs as a stage, not hw.{coll.kind} over {over}"
     rows = stage_rows(fused(value), tiles) if isinstance(value, ir.Map) else 0
     if not rows:
         return (
@@ -395,15 +396,15 @@ def _stage(coll, value, tiles: dict, where: tuple, arrays: tuple) -> tuple:
 
     try:
         cp = _collective(part, mesh, link, dram, arrays, refuse, "stage", "")
-    except HwgenError as e:
-        return (
-            None,
-            0,
-            (
-                f"each iteration of the tile loop computing the operand of hw.{coll.kind} stores {math.prod(shape)} "
-                f"words, which do not build as an all-reduce of their own ({e.message}); tile its rows by more"
-            ),
+    except HwgenError:
+        words, p = math.prod(shape), mesh.shape[coll.axes[0]]
+        why = (
+            f"each iteration of the tile loop computing the operand of hw.{coll.kind} stores {words} "
+            f"word{'s' if words != 1 else ''}, which cannot be all-reduced on their own (each of the {p} PEs' "
+            f"blocks of them must be whole DRAM beats of {dram.words_per_cycle} words); give dimension 0 a "
+            f"larger tile"
         )
+        return None, 0, why
     if len(cp.phases) != 1:
         return None, 0, "a collective of several phases does not run as a stage"
     return replace(cp, trips=coll.shape[0] // rows), math.prod(shape), ""

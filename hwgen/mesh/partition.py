@@ -429,10 +429,13 @@ class _Partition:
             node, spec = local_slice(node, needs[0], self.mesh), (needs[0],) + spec[1:]
         if swapped(spec, needs, self.mesh):
             node, spec = permute(node, spec, needs, self.mesh, r.loc or m.loc)
-        if regrouped(spec, needs, self.mesh):  # gathered whole along dimension 0, then sliced
-            whole = ((),) + spec[1:]
-            node = self._gather(node, spec, whole, r.loc or m.loc, what)
-            node, spec = local_slice(node, needs[0], self.mesh), (needs[0],) + spec[1:]
+        if regrouped(spec, needs, self.mesh):
+            a, b = spec[0], needs[0]
+            if isinstance(node, ir.Input) and b[: len(a)] == a:  # each PE's rows lie in its own block
+                node = local_slice(node, b[len(a) :], self.mesh)
+            else:  # gathered whole along dimension 0, then sliced
+                node = local_slice(self._gather(node, spec, ((),) + spec[1:], r.loc or m.loc, what), b, self.mesh)
+            spec = (b,) + spec[1:]
         if any(a and a != s for a, s in zip(needs, spec)):
             self.refuse(
                 f"{what} is split as {_show(spec)} but read as {_show(needs)}; moving blocks between "

@@ -62,7 +62,9 @@ def sliced(spec: tuple, want: tuple) -> bool:
 def regrouped(spec: tuple, want: tuple, mesh) -> bool:
     """Whether `want` splits dimension 0 by other axes than `spec` into another number of
     blocks and agrees elsewhere: an all-gather along dimension 0 over `spec`'s axes, then
-    each PE's rows of the gathered array (GSPMD's all-gather and dynamic slice)."""
+    each PE's rows of the gathered array (GSPMD's all-gather and dynamic slice); or, where
+    `want`'s axes extend `spec`'s (rows over x read over (x, y)), each PE's rows of its own
+    block."""
     a, b = spec[0], want[0]
     return bool(a and b) and size(a, mesh) != size(b, mesh) and tuple(spec[1:]) == tuple(want[1:])
 

@@ -55,7 +55,7 @@ def rolled_inputs(out, inputs: dict, mesh, word_beat: int, refuse) -> dict:
         return x in inputs or isinstance(x, ir.Collective)
 
     def named(x) -> str:
-        return f"the argument '{inputs[x]}'" if x in inputs else f"the result of {x.kind}"
+        return f"the argument '{inputs[x]}'" if x in inputs else f"the result of hw.{x.kind}"
 
     reads = [n for n in ir.walk(out) if isinstance(n, ir.Read) and isinstance(n.src, ir.Roll)]
     rolls = list(dict.fromkeys(r.src for r in reads if lies(r.src.x)))

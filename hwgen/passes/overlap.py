@@ -47,6 +47,8 @@ def overlap(prog: LoopProgram, schedule=None) -> LoopProgram:
     entries = prog.root.stages
     if not any(isinstance(e, Collective) for e in entries):
         return prog
+    if any(not isinstance(e, Collective) and any(isinstance(c, Collective) for c in walk(e)) for e in entries):
+        return prog  # a collective stage of a tile loop: no two collectives may share the links at once
     uses = [_uses(e) for e in entries]
     n = len(entries)
     after = [[i for i in range(j) if _conflict(uses[i], uses[j])] for j in range(n)]  # j after each i
