@@ -380,14 +380,11 @@ def _stage(coll, value, tiles: dict, where: tuple, arrays: tuple) -> tuple:
         return None, 0, f"only an all-reduce over one axis runs as a stage, not hw.{coll.kind} over {over}"
     rows = stage_rows(fused(value), tiles) if isinstance(value, ir.Map) else 0
     if not rows:
-        return (
-            None,
-            0,
-            (
-                f"the operand of hw.{coll.kind} must be computed in tiles of its rows (a tile of dimension 0 "
-                f"smaller than it, the other dimensions whole)"
-            ),
+        why = (
+            f"the operand of hw.{coll.kind} must be computed in tiles of its rows (a tile of dimension 0 "
+            f"smaller than it, the other dimensions whole)"
         )
+        return None, 0, why
     shape = (rows,) + tuple(coll.shape[1:])
     part = ir.Collective(coll.kind, coll.axes, coll.params, ir.Input("%chunk", coll.dtype, shape), shape, loc=coll.loc)
 
