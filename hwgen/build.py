@@ -197,6 +197,7 @@ def make_report(kernel, dram: DramConfig, compiled: Compiled, bits: int, seconds
     return {
         "kernel": kernel.name,
         "schedule": kernel.schedule.describe(),
+        **({"auto": kernel.auto} if kernel.auto else {}),
         "dram": {
             "latency": dram.latency,
             "words_per_cycle": dram.words_per_cycle,

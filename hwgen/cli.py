@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 
-from . import progress
+from . import auto, cli_dse, progress
 from .core_file import package_version
 from .dram import DramConfig
 from .errors import CliError, HwgenError, LanesWarning, Loc, MismatchError, plain_message, show_path
@@ -89,6 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     y.add_argument("--out", default="rtl_out", help="output folder (default rtl_out)")
     y.add_argument("--freq", type=float, default=100.0, help="clock target in MHz for place-and-route (default 100)")
     y.add_argument("--wrap", choices=["axi"], help=WRAP_HELP + "; also reports the wrapper's own resources")
+    cli_dse.add_parser(sub)
     return p
 
 
@@ -200,6 +201,8 @@ def cmd_build(args) -> int:
         except HwgenError as e:  # the output folder is the command line's, not the app's
             raise CliError(e.message, Loc("hwgen", 0)) from None
         r = design.report
+        if k.auto:
+            print(auto.describe(k))
         print(
             f"built {k.name}: {design.paths['verilog']}  predicted {r['predicted_cycles']} cycles, "
             f"roofline {r['roofline_cycles']}  ({seconds:.2f} s)"
@@ -395,7 +398,8 @@ def main(argv=None) -> int:
         if args.command is None:
             _parser().print_help()
             return 1
-        return {"build": cmd_build, "sim": cmd_sim, "synth": cmd_synth}[args.command](args)
+        commands = {"build": cmd_build, "sim": cmd_sim, "synth": cmd_synth, "dse": cli_dse.cmd_dse}
+        return commands[args.command](args)
     except HwgenError as e:
         print(f"error: {_where(e.loc)}{e.message.splitlines()[0]}", file=sys.stderr)
         if getattr(e, "log", "") and os.environ.get("HWGEN_VERBOSE"):

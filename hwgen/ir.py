@@ -55,6 +55,7 @@ mesh kernel is refused, see hwgen/mesh/checks.py).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, fields
 from typing import Callable
 
@@ -73,7 +74,7 @@ class Node:
     __slots__ = ()
 
     def __post_init__(self):
-        key = (type(self).__name__,) + tuple(getattr(self, f.name) for f in fields(self) if f.compare)
+        key = (type(self).__name__,) + tuple(getattr(self, name) for name in _compared_fields(type(self)))
         object.__setattr__(self, "_hash", hash(key))
 
     def __hash__(self):
@@ -84,7 +85,7 @@ class Node:
             return True
         if type(self) is not type(other) or self._hash != other._hash:
             return False
-        return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(self) if f.compare)
+        return all(getattr(self, name) == getattr(other, name) for name in _compared_fields(type(self)))
 
 
 def _node(cls):
@@ -425,13 +426,18 @@ class Collective(ArrayNode):
 # ---------------------------------------------------------------- generic traversal
 
 
+@functools.cache
+def _compared_fields(cls) -> tuple:
+    """The names of a node class's fields that take part in equality and hashing (sub-nodes
+    among them), in field order."""
+    return tuple(f.name for f in fields(cls) if f.compare)
+
+
 def children(node: Node) -> tuple:
     """The direct sub-nodes of `node` (Exprs, Dims, array nodes), in field order."""
     out = []
-    for f in fields(node):
-        if not f.compare:
-            continue
-        value = getattr(node, f.name)
+    for name in _compared_fields(type(node)):
+        value = getattr(node, name)
         if isinstance(value, Node):
             out.append(value)
         elif isinstance(value, tuple):
@@ -442,10 +448,8 @@ def children(node: Node) -> tuple:
 def rebuild(node: Node, fn: Callable[[Node], Node]) -> Node:
     """A copy of `node` with `fn` applied to each direct sub-node (same object if unchanged)."""
     changes = {}
-    for f in fields(node):
-        if not f.compare:
-            continue
-        value = getattr(node, f.name)
+    for name in _compared_fields(type(node)):
+        value = getattr(node, name)
         if isinstance(value, Node):
             new = fn(value)
         elif isinstance(value, tuple):
@@ -453,7 +457,7 @@ def rebuild(node: Node, fn: Callable[[Node], Node]) -> Node:
         else:
             continue
         if new is not value and new != value:
-            changes[f.name] = new
+            changes[name] = new
     if not changes:
         return node
     kwargs = {f.name: getattr(node, f.name) for f in fields(node)}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 
 from . import interp
-from .errors import HwgenError, user_loc
+from .errors import HwgenError, ScheduleError, user_loc
 from .lang.program import Program, trace_program
 from .lang.signature import check_args, to_user
 from .mesh.checks import check_collective_matmul, check_options, check_program, check_shardings
@@ -40,16 +40,26 @@ class Kernel:
         shardings=None,
         collective_matmul="auto",
         collective_stages=False,
+        device=None,
     ):
         self.fn = fn
         self.name = fn.__name__
         self.schedule = schedule
+        self.auto = None  # schedule="auto": what auto.choose chose and why (report.json "auto")
         self.mesh = mesh
         self.link = link
         self.collective_matmul = collective_matmul  # "auto", True or False (mesh/hardware.py plan)
         self.collective_stages = collective_stages  # a collective as a stage of its operand's tile loop
         self.program = program if program is not None else trace_program(fn, schedule.loc)
         check_program(self.program, mesh)
+        if device is not None:
+            if mesh is not None:
+                raise ScheduleError(
+                    "schedule='auto' is for kernels on one PE; give a mesh kernel tile= and par=", schedule.loc
+                )
+            from .auto import choose
+
+            self.schedule, self.auto = choose(self.program, device, schedule.loc)
         check_collective_matmul(self.program, collective_matmul, schedule.loc)
         # a global-view mesh program's placements (mesh/partition.py): one hw.P per parameter
         self.shardings = shardings  # as given to @hw.kernel
@@ -71,8 +81,14 @@ class Kernel:
         outs = [to_user(r.port, o) for r, o in zip(self.program.results, outs)]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def with_schedule(self, tile=_UNSET, par=_UNSET, metapipeline=_UNSET) -> "Kernel":
-        """A new kernel: the same program under another schedule (unset fields are kept)."""
+    def with_schedule(self, tile=_UNSET, par=_UNSET, metapipeline=_UNSET, device=None) -> "Kernel":
+        """A new kernel: the same program under another schedule (unset fields are kept).
+        `with_schedule("auto", device="ecp5-85k")`: the schedule auto.choose picks for it."""
+        auto = isinstance(tile, str) and tile == "auto"
+        if auto or device is not None:
+            loc = user_loc()
+            _check_auto("auto" if auto else None, device, _UNSET if auto else tile, par, metapipeline, loc)
+            return self._copy(Schedule(loc=loc), device=AUTO_DEVICE if device is None else device)
         s = self.schedule
         schedule = Schedule.parse(
             s.tile if tile is _UNSET else tile,
@@ -80,6 +96,9 @@ class Kernel:
             s.metapipeline if metapipeline is _UNSET else metapipeline,
             loc=user_loc(),
         )
+        return self._copy(schedule)
+
+    def _copy(self, schedule: Schedule, device=None) -> "Kernel":
         return Kernel(
             self.fn,
             schedule,
@@ -89,6 +108,7 @@ class Kernel:
             self.shardings,
             self.collective_matmul,
             self.collective_stages,
+            device,
         )
 
     def build(self, out_dir="rtl_out", dram=None, show_ir=None, wrap=None):
@@ -200,6 +220,24 @@ class Kernel:
         return f"<hw.kernel {self.name} {self.schedule.describe()}>"
 
 
+AUTO_DEVICE = "ecp5-85k"
+
+
+def _check_auto(schedule, device, tile, par, metapipeline, loc) -> None:
+    """`schedule="auto"` (with an optional `device`) and no tile, par or metapipeline beside it."""
+    if schedule != "auto":
+        raise ScheduleError(
+            f"schedule must be 'auto' (or left out, with tile= and par=), got {schedule!r}"
+            if schedule is not None
+            else "device= goes with schedule='auto'; add schedule='auto' (a hand-written schedule fits any device)",
+            loc,
+        )
+    if tile is not _UNSET or par is not _UNSET or metapipeline is not _UNSET:
+        raise ScheduleError(
+            "schedule='auto' chooses tile and par itself (metapipelined); remove tile=, par= and metapipeline=", loc
+        )
+
+
 def _wrap(wrap):
     """`wrap` checked: None or "axi" (HwgenError at the user's line otherwise)."""
     from .build import check_wrap
@@ -229,19 +267,26 @@ def kernel(
     *,
     tile=None,
     par=None,
-    metapipeline=True,
+    metapipeline=None,
     mesh=None,
     link=None,
     in_shardings=None,
     out_shardings=None,
     collective_matmul="auto",
     collective_stages=False,
+    schedule=None,
+    device=None,
 ):
     """Decorator: `@hw.kernel` or `@hw.kernel(tile={...}, par={...}, metapipeline=True,
     mesh=hw.Mesh(...), link=hw.LinkConfig(...), in_shardings=(hw.P(...), ...), out_shardings=hw.P(...),
-    collective_matmul="auto", collective_stages=False)`."""
+    collective_matmul="auto", collective_stages=False)`, or `@hw.kernel(schedule="auto",
+    device="ecp5-85k")`: the schedule chosen for the device (hwgen/auto.py)."""
     loc = user_loc()
-    schedule = Schedule.parse(tile, par, metapipeline, loc)
+    if schedule is not None or device is not None:
+        given = [_UNSET if v is None else v for v in (tile, par, metapipeline)]
+        _check_auto(schedule, device, *given, loc)
+        device = AUTO_DEVICE if device is None else device
+    schedule = Schedule.parse(tile, par, True if metapipeline is None else metapipeline, loc)
     check_options(mesh, link, loc, collective_matmul, collective_stages)
     shardings = (in_shardings, out_shardings)
     options = {
@@ -250,6 +295,7 @@ def kernel(
         "shardings": shardings,
         "collective_matmul": collective_matmul,
         "collective_stages": collective_stages,
+        "device": device,
     }
     if fn is not None:
         return Kernel(fn, schedule, **options)

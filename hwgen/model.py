@@ -382,9 +382,24 @@ class _Channel:
             while self.events and self.events[0][0] == cycle:
                 _, _, proc, value = heapq.heappop(self.events)
                 self.start(proc, value)
+            if self.reads_alone(cycle):
+                continue
             self.grant_read(cycle)
             self.grant_write(cycle)
             cycle += 1
+
+    def reads_alone(self, cycle: int) -> bool:
+        """When one load asks alone (no write, no event before its last beat) from `cycle`
+        on, grant all its beats at once, as grant_read would one per cycle."""
+        if len(self.reads) != 1 or self.writes:
+            return False
+        ((k, r),) = self.reads.items()
+        if r[0] > cycle or (self.events and self.events[0][0] < cycle + r[1]):
+            return False
+        self.last[0] = k
+        del self.reads[k]
+        self.wake(cycle + r[1], r[2], cycle + r[1] - 1)
+        return True
 
     def pick(self, d: int, valid: list):
         n = self.model.clients[d]

@@ -344,10 +344,12 @@ def synthesize(
     work_dir: str | None = None,
     seed: int = 1,
     pnr_options: tuple = (),
+    place: bool = True,
 ) -> dict:
     """Synthesize and place-and-route a built design; returns the resources and Fmax.
     `freq`: nextpnr's clock target in MHz; `pnr_options`: more nextpnr arguments (for example
-    ("--router", "router2", "--tmg-ripup"): faster on large designs, stops at the target)."""
+    ("--router", "router2", "--tmg-ripup"): faster on large designs, stops at the target);
+    `place=False`: Yosys only, the resources without place-and-route (`fmax_mhz` None)."""
     dev = device_for(target, device)
     spec = TARGETS[target]
     name = design.name
@@ -387,6 +389,8 @@ def synthesize(
         if wrap:  # the AXI master and the control registers: all but the kernel
             inner = _count(cells, f"{top}.kernel", target)
             by_part = {"wrapper": {r: used[r] - inner[r] for r in used}, "kernel": inner}
+    if not place:
+        return {"target": target, "device": dev.name, **used, "fmax_mhz": None, "work_dir": str(work)}
     try:
         _run(
             [
