@@ -3,8 +3,8 @@
 
     .venv/bin/python benchmarks/resource_points.py [APP ...]
 
-For each app in patterns/ and each schedule of `schedules(kernel)` (its default and five
-variations), Yosys synthesizes the kernel (no
+For each app in patterns/ and each schedule of `schedules(kernel)` (its default, five
+variations and schedule="auto"'s choice), Yosys synthesizes the kernel (no
 place-and-route: resources only) and the LUT, FF, block RAM and DSP counts are kept in
 docs/resource_points.json, one entry per (target, app, schedule). Points already there are
 not synthesized again; a schedule the compiler refuses is skipped.
@@ -23,7 +23,8 @@ POINTS = ROOT / "docs" / "resource_points.json"
 
 def schedules(kernel) -> list:
     """(label, kernel) pairs: the default schedule, not metapipelined, without lanes, with
-    twice and half the lanes, and with half of each tile (those the compiler accepts)."""
+    twice and half the lanes, with half of each tile, and schedule="auto"'s choice for the
+    ECP5-85k (those the compiler accepts)."""
     s = kernel.schedule
     wanted = [("default", {}), ("sequential", {"metapipeline": False})]
     if s.par:
@@ -33,6 +34,7 @@ def schedules(kernel) -> list:
             wanted.append(("half the lanes", {"par": {k: max(1, v // 2) for k, v in s.par.items()}}))
     if s.tile:
         wanted.append(("half the tiles", {"tile": {k: max(1, v // 2) for k, v in s.tile.items()}}))
+    wanted.append(("auto", {"tile": "auto"}))
     out = []
     for label, change in wanted:
         try:

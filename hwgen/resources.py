@@ -34,16 +34,25 @@ from pathlib import Path
 
 from . import ir, timing
 from .errors import HwgenError
-from .loops import Load, Loop, Parallel, Pipe, Store
+from .loops import Load, Loop, Parallel, Pipe, Store, Write
 from .passes.memplan import MUX_GROUP
-from .passes.pipeplan import pipe_exprs
+from .passes.pipeplan import _par_used, pipe_exprs
 from .ranges import value_range
 
 FIT = Path(__file__).with_name("resources_fit.json")
 RESOURCES = ("luts", "ffs", "brams", "dsps")
 NAMES = {"luts": "LUTs", "ffs": "flip-flops", "brams": "block RAMs", "dsps": "DSP blocks"}
 # the linear model's inputs (features()), for LUTs and for flip-flops
-_SHARED = ("port_bits", "beat_bits", "lane_stages", "write_bits", "ff_mem_bits", "divider_bits")
+_SHARED = (
+    "port_bits",
+    "beat_bits",
+    "lane_stages",
+    "write_bits",
+    "ff_mem_bits",
+    "tree_bits",
+    "any_bank_bits",
+    "divider_bits",
+)
 FEATURES = {
     "luts": ("one", "logic_bits", "crossbar_bits", "lutram_luts", "reg_mem_bits", "controllers", "transfers") + _SHARED,
     "ffs": (
@@ -115,8 +124,9 @@ def features(compiled, target: str = "ecp5") -> dict:
                 ports.setdefault(spec.mem.name, [0, 0])[0] += 1
             for spec in plan.writes:
                 ports.setdefault(spec.mem.name, [0, 0])[1] += 1
-            for spec in plan.reads + plan.writes:
+            for spec in plan.reads + plan.writes + plan.acc_reads:
                 f["crossbar_bits"] += _crossbar_bits(spec, compiled.plans.get(spec.mem.name))
+                f["any_bank_bits"] += _any_bank_bits(spec, compiled.plans.get(spec.mem.name))
             for spec in plan.reads:
                 f["lane_select_bits"] += _select_bits(spec, compiled.plans.get(spec.mem.name))
             lanes = math.prod(plan.par.values()) if plan.par else 1
@@ -124,6 +134,7 @@ def features(compiled, target: str = "ecp5") -> dict:
             f["write_bits"] += sum(len(spec.lanes) * spec.mem.dtype.bits for spec in plan.writes)
             # an accumulator's read-modify-write forwards its writes in flight (hw/pipe.py)
             f["acc_bits"] += sum(len(spec.lanes) * spec.mem.dtype.bits for spec in plan.acc_reads) * (plan.latency + 1)
+            f["tree_bits"] += _tree_bits(c, plan.par)
             _pipe(c, plan, extents, target, f)
             f["controllers"] += 1
         elif isinstance(c, (Load, Store)):
@@ -144,6 +155,26 @@ def _crossbar_bits(spec, plan) -> int:
         return 0
     reach = spec.reach or [None] * len(spec.lanes)
     return plan.mem.dtype.bits * sum((plan.nbanks if r is None else len(r)) - 1 for r in reach)
+
+
+def _any_bank_bits(spec, plan) -> int:
+    """Bits of a RAM port whose lanes can each reach any of several banks (a subscript from
+    data, such as a multifold's target): every bank then selects among all the lanes."""
+    if plan is None or plan.kind != "sram" or plan.nbanks < 2 or spec.reach is not None or len(spec.lanes) < 2:
+        return 0
+    return len(spec.lanes) * plan.nbanks * plan.mem.dtype.bits
+
+
+def _tree_bits(pipe: Pipe, par: dict) -> int:
+    """Adder bits of the trees that sum a pipe's lanes into the elements they accumulate
+    together (lanes over counters a write's subscript does not use: passes/pipeplan.py)."""
+    out = 0
+    for w in pipe.writes:
+        if isinstance(w, Write) and w.op is not None and par:
+            used = _par_used(w.idx, par)
+            together = math.prod(n for name, n in par.items() if name not in used)
+            out += (together - 1) * math.prod(par[name] for name in used) * w.mem.dtype.bits
+    return out
 
 
 def _select_bits(spec, plan) -> int:

@@ -131,7 +131,7 @@ def test_an_output_folder_that_cannot_be_written_is_a_one_line_error(app, tmp_pa
 @pytest.mark.rtl
 def test_verify_runs_the_schedule_the_sweep_judged(tmp_path, capsys):
     path = tmp_path / "seq.py"
-    path.write_text(APP.replace("par={\"j\": 4})", "par={\"j\": 4}, metapipeline=False)"))
+    path.write_text(APP.replace('par={"j": 4})', 'par={"j": 4}, metapipeline=False)'))
     code = cli.main(["dse", str(path), "--limit", "30", "--workers", "1", "--verify", "1", "--out", str(tmp_path)])
     printed, err = capsys.readouterr()
     assert code == 0, err
