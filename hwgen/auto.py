@@ -81,8 +81,8 @@ def choose(program, device: str, loc=None, dram: DramConfig | None = None) -> tu
             seen[key] = _judge(program, Schedule(dict(tile), dict(par), True, loc), target, dram, limits)
         return seen[key]
 
-    names = _indices(program.extents)
-    options = {n: _tile_options(program.extents[n]) for n in names}
+    names = indices(program.extents)
+    options = {n: tile_options(program.extents[n]) for n in names}
     seeds = [{}]
     for size in SEEDS:
         seed = _uniform(options, size)
@@ -206,13 +206,13 @@ def _with(sizes: dict, name: str, value: int) -> dict:
     return out
 
 
-def _indices(extents: dict) -> list:
+def indices(extents: dict) -> list:
     """The index names a schedule may use, the longest extents first."""
     names = [n for n in extents if not n.startswith("%") and "." not in n]
     return sorted(names, key=lambda n: (-extents[n], n))
 
 
-def _tile_options(extent: int) -> list:
+def tile_options(extent: int) -> list:
     """Tile sizes tried for an index of `extent`: divisors that are powers of two, and the
     extent over powers of two, up to MAX_TILE."""
     out = {1}
@@ -224,7 +224,9 @@ def _tile_options(extent: int) -> list:
     return sorted(t for t in out if t <= MAX_TILE)
 
 
-def _lane_options(tile: int) -> list:
+def lane_options(tile: int) -> list:
+    """Lane counts tried for an index tiled by `tile`: powers of two from 2 that divide it, up
+    to MAX_LANES."""
     out, p = [], 2
     while p <= min(tile, MAX_LANES) and tile % p == 0:
         out.append(p)

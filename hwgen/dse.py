@@ -6,8 +6,8 @@ the cycle model and the resource model, the Pareto front, on Dask.
     pareto(points)                       the fitting points no other beats in cycles, LUTs and DSPs
     write(result, out_dir, name)         dse.json, dse.csv and dse.png under out_dir
 
-The space: for every index a schedule may use (auto._indices), a tile size from
-auto._tile_options, and lanes on at most one index (auto._lane_options of its tile): the
+The space: for every index a schedule may use (auto.indices), a tile size from
+auto.tile_options, and lanes on at most one index (auto.lane_options of its tile): the
 product of the tile sizes, each with no lanes or one lane count on one index. When it holds
 more than `limit` schedules, a fixed-seed sample of `limit` of them is swept (the table says
 how many there were), with schedule="auto"'s choice always among them. Schedules are judged
@@ -46,8 +46,8 @@ COMBOS = 50_000  # tile combinations listed at most (beyond: a sample of this ma
 def space(program, limit: int, seed: int = 0) -> tuple:
     """(the schedules swept as (tile, par) dict pairs, how many the whole space holds: exact
     when its tile combinations number at most COMBOS, else estimated from a sample of them)."""
-    names = auto._indices(program.extents)
-    options = [auto._tile_options(program.extents[n]) for n in names]
+    names = auto.indices(program.extents)
+    options = [auto.tile_options(program.extents[n]) for n in names]
     combos = math.prod(len(t) for t in options)
     listed = itertools.product(*options) if combos <= COMBOS else _sampled(options, COMBOS, seed)
     every = [(tile, par) for tile in (_sizes(names, c) for c in listed) for par in _lanes(tile)]
@@ -72,7 +72,7 @@ def _sizes(names, combo) -> dict:
 
 def _lanes(tile: dict) -> list:
     """No lanes, or lanes on one index of `tile`."""
-    return [{}] + [{n: p} for n, size in tile.items() for p in auto._lane_options(size)]
+    return [{}] + [{n: p} for n, size in tile.items() for p in auto.lane_options(size)]
 
 
 def judge(program, tile: dict, par: dict, target: str, dram: DramConfig) -> dict:
