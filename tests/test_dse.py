@@ -162,3 +162,19 @@ def test_bad_arguments_are_one_line_errors_and_write_nothing(app, tmp_path, caps
     errors = [line for line in err.splitlines() if line.startswith("error")]  # (after progress lines)
     assert len(errors) == 1 and errors[0].startswith(f"error: {message}") and err.endswith("\n"), err
     assert not out.exists()
+
+
+def test_a_mesh_kernel_is_refused(tmp_path, capsys):
+    path = tmp_path / "ring.py"
+    path.write_text(
+        "import hwgen as hw\nfrom hwgen import int32\n\nmesh = hw.Mesh((2,), ('x',))\n\n"
+        "@hw.kernel(mesh=mesh)\n"
+        "def ring(x: hw.Array[int32, 8]) -> hw.Array[int32, 4]:\n"
+        "    return hw.shard_map(lambda b: hw.psum(b, 'x'), mesh=mesh, in_specs=hw.P('x'), out_specs=hw.P())(x)\n"
+    )
+    out = tmp_path / "out"
+    code = cli.main(["dse", str(path), "--out", str(out)])
+    _, err = capsys.readouterr()
+    assert code == 1
+    assert err == "error: dse sweeps kernels on one PE; 'ring' runs on a mesh\n"
+    assert not out.exists()
