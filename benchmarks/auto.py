@@ -14,14 +14,14 @@ import time
 
 from common import ROOT, app_paths, load_app
 
+from hwgen import dse
+
 DOCS = ROOT / "docs"
 ROWS = DOCS / "auto.json"
 
 
 def schedule_text(s) -> str:
-    tile = ", ".join(f"{k}:{v}" for k, v in s.tile.items()) or "none"
-    par = ", ".join(f"{k}:{v}" for k, v in s.par.items()) or "none"
-    return f"tile {tile}; par {par}"
+    return dse.schedule_text({"tile": s.tile, "par": s.par})
 
 
 def measure(path, device: str, synth: bool) -> dict:

@@ -15,6 +15,8 @@ import time
 
 from common import ROOT
 
+from hwgen.dse import schedule_text
+
 DOCS = ROOT / "docs"
 
 
@@ -46,7 +48,7 @@ def main(argv) -> int:
         f"- {len(result['points'])} schedules swept of about {result['total']} in the space, in "
         f"{sweep_s:.1f} s (the whole command, the cluster's start included); "
         f"{sum(p['fits'] for p in result['points'])} fit the device; {len(front)} on the Pareto front.",
-        f'- `schedule="auto"` chose {_text(result["auto"])}: {result["auto"]["predicted_cycles"]} cycles '
+        f'- `schedule="auto"` chose {schedule_text(result["auto"])}: {result["auto"]["predicted_cycles"]} cycles '
         f"in {result['auto']['seconds']} s ({result['auto']['tried']} schedules judged).",
         f"- Simulating the {verify} and synthesizing the {synth} fastest points of the front took {check_s:.0f} s.",
         "",
@@ -63,7 +65,7 @@ def main(argv) -> int:
             cells.append(f"{p[r]}" if not s else f"{p[r]} / {s[r]} ({100 * (p[r] - s[r]) / max(1, s[r]):+.0f} %)")
         fmax = s["fmax_mhz"] if s else "-"
         lines.append(
-            f"| {_text(p)}{' (auto)' if p['auto'] else ''} | {p['cycles']} | {p.get('verified_cycles', '-')} | "
+            f"| {schedule_text(p)}{' (auto)' if p['auto'] else ''} | {p['cycles']} | {p.get('verified_cycles', '-')} | "
             + " | ".join(cells)
             + f" | {fmax} |"
         )
@@ -71,12 +73,6 @@ def main(argv) -> int:
     (DOCS / "dse.md").write_text("\n".join(lines))
     print(run.stdout)
     return 0
-
-
-def _text(p) -> str:
-    tile = ", ".join(f"{k}:{v}" for k, v in p["tile"].items()) or "none"
-    par = ", ".join(f"{k}:{v}" for k, v in p["par"].items()) or "none"
-    return f"tile {tile}; par {par}"
 
 
 if __name__ == "__main__":
