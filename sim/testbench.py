@@ -68,6 +68,7 @@ async def run_kernel(dut):
     await RisingEdge(dut.clk)  # the test top registers it (sim/harness.py) ...
     dut.start.value = 0
     started = origin["started"] = get_sim_time("ns") + PERIOD_NS  # ... and the design sees it from the next edge
+    os.environ["HWGEN_WAVES_ORIGIN_NS"] = str(started)  # where a window of waves starts from (waves_main.cpp)
     await RisingEdge(dut.clk)
     timeout = Timer(cfg["timeout_cycles"] * PERIOD_NS, "ns")
     wall = time.perf_counter()

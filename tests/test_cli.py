@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import pywellen
 
 from hwgen import cli
 from hwgen.errors import show_path
@@ -184,15 +185,15 @@ def test_console_script_prints_one_line(tmp_path):
 def test_sim_writes_waves(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     path = write(tmp_path, "good.py", GOOD)
-    code, out, _ = run(["sim", path, "--waves"], capsys)
-    assert code == 0 and "waves: rtl_out/double/double.vcd" in out
-    text = (tmp_path / "rtl_out" / "double" / "double.vcd").read_text()
-    assert "$enddefinitions" in text and "start" in text
+    code, out, _ = run(["sim", path, "--waves-from", "2", "--waves-to", "5"], capsys)
+    assert code == 0 and "waves: rtl_out/double/double.fst" in out
+    cycles = pywellen.Waveform(str(tmp_path / "rtl_out" / "double" / "double.fst"))["hwgen_tb.cycles"]
+    assert [int(v) for _, v in cycles.tv] == [2, 3, 4]  # the window, by the kernel's cycle counter
     (tmp_path / "rtl_out" / "double" / "synth-ecp5").mkdir()  # as synthesis leaves it
     code, out, _ = run(["build", path], capsys)  # a rebuild keeps the waves and synthesis results
     assert code == 0
     kept = sorted(p.name for p in (tmp_path / "rtl_out" / "double").iterdir())
-    assert kept == ["double.core", "double.v", "double.vcd", "double.vlt", "report.json", "synth-ecp5"]
+    assert kept == ["double.core", "double.fst", "double.v", "double.vlt", "report.json", "synth-ecp5"]
     assert "simulation" not in json.loads((tmp_path / "rtl_out" / "double" / "report.json").read_text())
 
 
@@ -200,6 +201,17 @@ def test_bad_latency_and_inputs(capsys, tmp_path):
     path = write(tmp_path, "good.py", GOOD)
     code, _, err = run(["sim", path, "--latency", "0"], capsys)
     assert code == 1 and err == "error: --latency must be from 1 to 200 cycles, got 0\n"
+    for window, shown in (
+        (["--waves-from", "9", "--waves-to", "9"], "from 9, to 9"),
+        (["--waves-to", "0"], "from 0, to 0"),
+    ):
+        code, _, err = run(["sim", path, *window, "--out", str(tmp_path / "out")], capsys)
+        assert code == 1 and err == (
+            f"error: --waves-from and --waves-to take clock cycles with 0 <= from < to; got {shown}\n"
+        )
+    code, _, err = run(["sim", path, "--waves-from", "-3"], capsys)
+    assert code == 1 and err.startswith("error: --waves-from and --waves-to take clock cycles")
+    assert not (tmp_path / "out").exists()
     bad = write(
         tmp_path,
         "bad_inputs.py",

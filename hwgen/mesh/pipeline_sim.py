@@ -19,6 +19,7 @@ from hwgen_sim import harness, runner
 from ..dram import DramConfig
 from ..errors import SimulationError, user_loc
 from ..lang.signature import check_args, to_user
+from ..waves import asked, keep
 from .pipeline_hw import elaborate
 from .simulate import _DRAM_V, _read_results, timeout_cycles
 
@@ -27,12 +28,23 @@ def layout_of(design) -> harness.EntryLayout:
     return harness.EntryLayout(design.plan.arrays, design.component.word_bits, design.dram.addr_bits)
 
 
-def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str = "simulate", monitor=None):
+def simulate(
+    kernel,
+    args,
+    dram: DramConfig | None = None,
+    seed=None,
+    what: str = "simulate",
+    monitor=None,
+    waves=False,
+    out_dir="rtl_out",
+):
     """`monitor`: True or a list of PE numbers whose micro-batch runs to record in
-    `SimResult.timeline` ("pe<k>": [(start, done)] of each micro-batch on stage k)."""
+    `SimResult.timeline` ("pe<k>": [(start, done)] of each micro-batch on stage k).
+    `waves`: as for a mesh (simulate.py); with `monitor`, the last watched PE's run's."""
     from ..simulate import SimResult, check_counts, dram_plusargs, run_testbench
 
     loc = user_loc()
+    waves = asked(waves, loc)
     values = check_args(kernel.name, kernel.params, tuple(args))
     dram = dram or DramConfig()
     t0 = time.perf_counter()
@@ -46,7 +58,7 @@ def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str 
         "hwgen_dram.v": _DRAM_V.read_text(),
     }
     try:
-        build_dir, hit = runner.build(sources, split=8 < p <= 32)
+        build_dir, hit = runner.build(sources, waves=bool(waves), split=8 < p <= 32)
     except runner.ToolError as e:
         raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
     t1 = time.perf_counter()
@@ -69,7 +81,7 @@ def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str 
             }
             if k is not None:  # stage k's root controller: one go and done per micro-batch
                 config["scope"] = [f"pe{k}", "stage", "pe0"]
-            result = run_testbench(build_dir, work, config, dram_plusargs(work, dram, seed), False, loc)
+            result = run_testbench(build_dir, work, config, dram_plusargs(work, dram, seed), waves, loc)
             if result.get("timeout"):
                 bits = result.get("pe_done", 0)
                 stuck = [j for j in range(p) if not (bits >> j) & 1]
@@ -83,6 +95,7 @@ def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str 
                 t = result["timeline"][config["monitor"][0]]
                 timeline[f"pe{k}"] = [(g - 1, d + 1) for g, d in zip(t["go"], t["done"])]
         outs = _read_results(design, layout, images, work, loc)[-1]  # the last PE's
+        waves_path = keep(kernel.name, work, out_dir) if waves else None
     finally:
         shutil.rmtree(work, ignore_errors=True)
     port = kernel.results[0]
@@ -97,6 +110,7 @@ def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str 
         cache_hit=hit,
         design=design,
         timeline=timeline if monitor else None,
+        waves=waves_path,
     )
 
 

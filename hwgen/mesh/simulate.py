@@ -23,6 +23,7 @@ from ..errors import HwgenError, MismatchError, SimulationError, user_loc
 from ..lang.signature import check_args, to_user
 from ..loops import Collective, walk
 from ..stalls import stalled
+from ..waves import asked, keep
 from .hardware import elaborate
 from .spmd import block, join
 
@@ -34,17 +35,28 @@ def timeout_cycles(predicted: int, dram: DramConfig) -> int:
     return max(10 * predicted, predicted + 100_000) + 20 * (dram.latency + dram.jitter)
 
 
-def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str = "simulate", monitor=None):
+def simulate(
+    kernel,
+    args,
+    dram: DramConfig | None = None,
+    seed=None,
+    what: str = "simulate",
+    monitor=None,
+    waves=False,
+    out_dir="rtl_out",
+):
     """`monitor`: PE 0's controller names (or True for all; a collective `coll<k>` by its
-    phases) whose runs to record in `SimResult.timeline`, as lists of (go cycle, done cycle)."""
+    phases) whose runs to record in `SimResult.timeline`, as lists of (go cycle, done cycle).
+    `waves`: True or a window of cycles writes out_dir/<kernel>/<kernel>.fst (waves.py)."""
     from ..simulate import SimResult
     from . import pipeline_hw
 
     if pipeline_hw.is_pipeline(kernel):  # stages on PEs of their own (hw.pipeline)
         from .pipeline_sim import simulate as simulate_pipeline
 
-        return simulate_pipeline(kernel, args, dram, seed, what, monitor)
+        return simulate_pipeline(kernel, args, dram, seed, what, monitor, waves, out_dir)
     loc = user_loc()
+    waves = asked(waves, loc)
     values = check_args(kernel.name, kernel.params, tuple(args))
     dram = dram or DramConfig()
     t0 = time.perf_counter()
@@ -58,7 +70,7 @@ def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str 
     try:
         # measured: a split build is a third faster at 16 PEs, and much slower at 64 (the
         # symbol table's constructor, one huge function, then compiles for minutes)
-        build_dir, hit = runner.build(sources, split=8 < design.plan.p <= 32)
+        build_dir, hit = runner.build(sources, waves=bool(waves), split=8 < design.plan.p <= 32)
     except runner.ToolError as e:
         raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
     t1 = time.perf_counter()
@@ -66,8 +78,9 @@ def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str 
     work = Path(tempfile.mkdtemp(prefix=f"hwgen-{kernel.name}-"))
     try:
         images = _write_images(design, layout, values, work)
-        result = _run(design, layout, build_dir, work, dram, seed, loc, watched)
+        result = _run(design, layout, build_dir, work, dram, seed, loc, watched, waves)
         copies = _read_results(design, layout, images, work, loc)
+        waves_path = keep(kernel.name, work, out_dir) if waves else None
     finally:
         shutil.rmtree(work, ignore_errors=True)
     _check_replicas(design, copies, loc)
@@ -85,6 +98,7 @@ def simulate(kernel, args, dram: DramConfig | None = None, seed=None, what: str 
         cache_hit=hit,
         design=design,
         timeline=_timeline(design, result.get("timeline")) if monitor else None,
+        waves=waves_path,
     )
 
 
@@ -128,7 +142,7 @@ def _write_images(design, layout, values: dict, work: Path) -> list:
     return images
 
 
-def _run(design, layout, build_dir, work: Path, dram: DramConfig, seed, loc, monitor=()) -> dict:
+def _run(design, layout, build_dir, work: Path, dram: DramConfig, seed, loc, monitor=(), waves=False) -> dict:
     """Run the mesh once; its testbench result, checked (a hang names the PEs not done and
     the controllers the first of them is stalled in)."""
     from ..simulate import check_counts, dram_plusargs, run_testbench
@@ -147,7 +161,7 @@ def _run(design, layout, build_dir, work: Path, dram: DramConfig, seed, loc, mon
     plusargs = dram_plusargs(work, dram, seed)
 
     def run(cfg):
-        return run_testbench(build_dir, work, cfg, plusargs, False, loc)
+        return run_testbench(build_dir, work, cfg, plusargs, waves, loc)
 
     result = run(config)
     if result.get("timeout"):
@@ -240,10 +254,10 @@ def _check_replicas(design, copies: list, loc) -> None:
             )
 
 
-def verify(kernel, args, dram: DramConfig | None = None, seed=None):
+def verify(kernel, args, dram: DramConfig | None = None, seed=None, waves=False, out_dir="rtl_out"):
     loc = user_loc()
     expected = np.asarray(kernel(*args))
-    sim = simulate(kernel, args, dram=dram, seed=seed, what="verify")
+    sim = simulate(kernel, args, dram=dram, seed=seed, what="verify", waves=waves, out_dir=out_dir)
     got = np.asarray(sim.outputs)
     if expected.shape != got.shape or not np.array_equal(expected, got):
         diff = np.argwhere(expected != got) if expected.shape == got.shape else np.zeros((1, expected.ndim), int)
