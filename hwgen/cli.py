@@ -34,6 +34,8 @@ class _Parser(argparse.ArgumentParser):
         raise CliError(message, Loc("hwgen", 0)) from None
 
 
+# `sim` reports a build or run on stderr only once it has taken this many seconds
+SIM_QUIET = 10.0
 WRAP_HELP = "axi: the kernel behind an AXI4 master and an AXI4-Lite control slave (<kernel>_axi.v, <kernel>_regs.h)"
 
 
@@ -280,7 +282,10 @@ def cmd_sim(args) -> int:
                     )
                 r = k.verify(*inputs, seed=args.seed, wrap=args.wrap, pause=args.pause)
             else:
-                r = k.verify(*inputs, waves=args.waves, dram=dram, seed=args.seed, target=args.target, out_dir=args.out)
+                with progress.showing(f"sim {k.name}", quiet=SIM_QUIET):  # long builds and runs, on stderr
+                    r = k.verify(
+                        *inputs, waves=args.waves, dram=dram, seed=args.seed, target=args.target, out_dir=args.out
+                    )
         except MismatchError as e:
             print(f"FAIL {k.name}: {e.message}")
             status = 1

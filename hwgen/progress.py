@@ -11,24 +11,31 @@ status line when the stage changes and every `EVERY` seconds while it does not:
 
 The stages are read off nextpnr's log lines (packing, analytic placement and its iterations,
 annealing, routing and its remaining arcs, timing reports); Yosys runs quietly, so it shows
-as running with its elapsed time.
+as running with its elapsed time. A simulation (`hwgen sim`) reports its Verilator build and
+then the cycle its run has reached, read from a file the testbench rewrites (`following`):
+
+    sim gemm: simulation: running (cycle 1200000 of about 2250000), 31 s
+
+A report made with `quiet=S` prints nothing during its first S seconds: short runs stay silent.
 """
 
 from __future__ import annotations
 
 import re
 import sys
+import threading
 import time
 from contextlib import contextmanager
 
 EVERY = 15.0  # seconds between status lines of one stage
+POLL = 1.0  # seconds between looks at a running tool (`following`)
 
 _active: list = []
 
 
 class Reporter:
-    def __init__(self, label: str, out=None):
-        self.label, self.out = label, out or sys.stderr
+    def __init__(self, label: str, out=None, quiet: float = 0.0):
+        self.label, self.out, self.quiet = label, out or sys.stderr, quiet
         self.started = time.perf_counter()
         self.stage, self.detail, self.shown, self.last = None, "", None, 0.0
 
@@ -42,6 +49,8 @@ class Reporter:
 
     def tick(self) -> None:
         now = time.perf_counter()
+        if now - self.started < self.quiet:
+            return
         if self.stage != self.shown or now - self.last >= EVERY:
             text = f"{self.label}: {self.stage}{f' ({self.detail})' if self.detail else ''}, {now - self.started:.0f} s"
             print(text, file=self.out, flush=True)
@@ -57,6 +66,7 @@ _PATTERNS = (
     (re.compile(r"Info: Routing \d+ arcs"), "routing", None),
     (re.compile(r"^Info:\s+\d+ \|.*\|\s+(\d+)\|"), "routing", "{0} arcs left"),
     (re.compile(r"Critical path report|Max frequency"), "timing report", None),
+    (re.compile(r"^cycle (\d+) of about (\d+)"), "running", "cycle {0} of about {1}"),
 )
 
 
@@ -70,13 +80,19 @@ def _stage(tool: str, text: str) -> tuple:
 
 
 @contextmanager
-def showing(label: str, out=None):
-    """Report the progress of the tools run inside, under `label`."""
-    _active.append(Reporter(label, out))
+def showing(label: str, out=None, quiet: float = 0.0):
+    """Report the progress of the tools run inside, under `label` (nothing in the first
+    `quiet` seconds)."""
+    _active.append(Reporter(label, out, quiet))
     try:
         yield _active[-1]
     finally:
         _active.pop()
+
+
+def active() -> bool:
+    """A report is being shown."""
+    return bool(_active)
 
 
 def line(tool: str, text: str) -> None:
@@ -89,3 +105,36 @@ def heartbeat(tool: str) -> None:
     """`tool` is still running with nothing to say."""
     if _active:
         _active[-1].line(tool, "")
+
+
+@contextmanager
+def following(tool: str, path=None):
+    """While inside, `tool` is running: every POLL seconds, and once more at the end, a line of
+    its output: the last line of the file `path` (which another process rewrites), or a
+    heartbeat without one. Nothing is started when no report is active."""
+    if not _active:
+        yield
+        return
+    stop = threading.Event()
+
+    def report() -> None:
+        text = ""
+        if path is not None:
+            try:
+                text = path.read_text().strip()
+            except OSError:
+                pass
+        line(tool, text.splitlines()[-1] if text else "")
+
+    def poll() -> None:
+        while not stop.wait(POLL):
+            report()
+
+    thread = threading.Thread(target=poll, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        report()

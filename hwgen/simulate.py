@@ -22,7 +22,7 @@ import numpy as np
 
 from hwgen_sim import harness, runner
 
-from . import interp
+from . import interp, progress
 from .build import elaborate
 from .dram import DramConfig
 from .errors import HwgenError, IndexRangeError, MismatchError, SimulationError, user_loc
@@ -33,6 +33,7 @@ from .stalls import stalled
 from .waves import asked, keep
 from .waves import env as waves_env
 
+PROGRESS_EVERY = 20_000  # cycles between the testbench's progress lines (one Python call each)
 _DRAM_V = Path(harness.__file__).with_name("dram.v")
 # simulation models of the device primitives a target's netlist instantiates (hw/device.py)
 _CELLS_V = {"ecp5": Path(harness.__file__).with_name("ecp5_cells.v")}
@@ -141,7 +142,8 @@ def _build(design, target: str | None, waves: bool, loc) -> tuple:
     if target is not None:
         sources[f"hwgen_{target}_cells.v"] = _CELLS_V[target].read_text()
     try:
-        return runner.build(sources, waves=waves)
+        with progress.following("verilator build"):
+            return runner.build(sources, waves=waves)
     except runner.ToolError as e:
         raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
 
@@ -180,10 +182,10 @@ def _run(
         "runs": runs,
     }
     plusargs = dram_plusargs(work, dram, seed)
-    result = run_testbench(build_dir, work, config, plusargs, waves, loc)
+    result = run_testbench(build_dir, work, config, plusargs, waves, loc, predicted)
     every = sorted(design.component.unit_names)
     if result.get("timeout") and sorted(units) != every:  # again, watching every controller
-        result = run_testbench(build_dir, work, dict(config, monitor=every), plusargs, waves, loc)
+        result = run_testbench(build_dir, work, dict(config, monitor=every), plusargs, waves, loc, predicted)
     _check_run(design, values, result, runs, timeout, loc)
     return result
 
@@ -215,15 +217,20 @@ def check_counts(name: str, result: dict, loc) -> None:
         )
 
 
-def run_testbench(build_dir, work: Path, config: dict, plusargs: list, waves, loc) -> dict:
+def run_testbench(build_dir, work: Path, config: dict, plusargs: list, waves, loc, predicted=None) -> dict:
     """One run of the testbench (sim/testbench.py) in `work` with `config`: its result.
-    `waves`: False, True or a window of cycles (waves.py)."""
+    `waves`: False, True or a window of cycles (waves.py). While a progress report is active
+    (`hwgen sim`), the cycle the run has reached (of about `predicted`) goes to it."""
+    track = work / "progress.txt"
+    if progress.active() and predicted is not None:
+        config = dict(config, progress={"file": str(track), "every": PROGRESS_EVERY, "predicted": predicted})
     (work / "config.json").write_text(json.dumps(config))
     result = work / "result.json"
     result.unlink(missing_ok=True)  # an earlier run's must not pass for this one's
     env = {"HWGEN_SIM_CONFIG": str(work / "config.json"), "HWGEN_SIM_RESULT": str(result), **waves_env(waves)}
     try:
-        runner.run(build_dir, work, plusargs, env, waves=bool(waves))
+        with progress.following("simulation", track):
+            runner.run(build_dir, work, plusargs, env, waves=bool(waves))
     except runner.ToolError as e:
         raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
     if not result.exists():

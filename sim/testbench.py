@@ -11,6 +11,8 @@ saw to the JSON file named by $HWGEN_SIM_RESULT: `cycles` (the kernel's counter)
 (clock periods between start and done), `run_seconds` (wall time from start to done), result
 values, `timeline` (per monitored controller, the cycles of its go and done pulses), `fault`,
 or `timeout` (with the timeline so far, and with a mesh top `pe_done`: its PEs' done bits then).
+With `progress` ({"file", "every", "predicted"}) it rewrites that file every `every` cycles of
+the measured run with "cycle N of about PREDICTED" (hwgen.progress follows it).
 """
 
 import json
@@ -22,6 +24,19 @@ from cocotb.triggers import ClockCycles, First, RisingEdge, Timer
 from cocotb.utils import get_sim_time
 
 PERIOD_NS = 10
+
+
+async def _progress(cfg: dict, started: float):
+    """Rewrite the progress file every cfg["every"] cycles: one Python call that many cycles."""
+    path, every, predicted = cfg["file"], cfg["every"], cfg["predicted"]
+    if started > get_sim_time("ns"):  # from the run's first cycle
+        await Timer(started - get_sim_time("ns"), "ns")
+    while True:
+        await Timer(every * PERIOD_NS, "ns")
+        cycle = round((get_sim_time("ns") - started) / PERIOD_NS)
+        with open(path + ".tmp", "w") as f:
+            f.write(f"cycle {cycle} of about {predicted}\n")
+        os.replace(path + ".tmp", path)
 
 
 async def _record(signal, times, origin: dict):
@@ -69,6 +84,8 @@ async def run_kernel(dut):
     dut.start.value = 0
     started = origin["started"] = get_sim_time("ns") + PERIOD_NS  # ... and the design sees it from the next edge
     os.environ["HWGEN_WAVES_ORIGIN_NS"] = str(started)  # where a window of waves starts from (waves_main.cpp)
+    if cfg.get("progress"):
+        cocotb.start_soon(_progress(cfg["progress"], started))
     await RisingEdge(dut.clk)
     timeout = Timer(cfg["timeout_cycles"] * PERIOD_NS, "ns")
     wall = time.perf_counter()

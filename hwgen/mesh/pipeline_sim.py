@@ -16,6 +16,7 @@ from pathlib import Path
 
 from hwgen_sim import harness, runner
 
+from .. import progress
 from ..dram import DramConfig
 from ..errors import SimulationError, user_loc
 from ..lang.signature import check_args, to_user
@@ -58,7 +59,8 @@ def simulate(
         "hwgen_dram.v": _DRAM_V.read_text(),
     }
     try:
-        build_dir, hit = runner.build(sources, waves=bool(waves), split=8 < p <= 32)
+        with progress.following("verilator build"):
+            build_dir, hit = runner.build(sources, waves=bool(waves), split=8 < p <= 32)
     except runner.ToolError as e:
         raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
     t1 = time.perf_counter()
@@ -81,7 +83,8 @@ def simulate(
             }
             if k is not None:  # stage k's root controller: one go and done per micro-batch
                 config["scope"] = [f"pe{k}", "stage", "pe0"]
-            result = run_testbench(build_dir, work, config, dram_plusargs(work, dram, seed), waves, loc)
+            plusargs = dram_plusargs(work, dram, seed)
+            result = run_testbench(build_dir, work, config, plusargs, waves, loc, predicted)
             if result.get("timeout"):
                 bits = result.get("pe_done", 0)
                 stuck = [j for j in range(p) if not (bits >> j) & 1]

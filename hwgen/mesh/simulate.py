@@ -18,6 +18,7 @@ import numpy as np
 
 from hwgen_sim import harness, runner
 
+from .. import progress
 from ..dram import DramConfig
 from ..errors import HwgenError, MismatchError, SimulationError, user_loc
 from ..lang.signature import check_args, to_user
@@ -70,7 +71,8 @@ def simulate(
     try:
         # measured: a split build is a third faster at 16 PEs, and much slower at 64 (the
         # symbol table's constructor, one huge function, then compiles for minutes)
-        build_dir, hit = runner.build(sources, waves=bool(waves), split=8 < design.plan.p <= 32)
+        with progress.following("verilator build"):
+            build_dir, hit = runner.build(sources, waves=bool(waves), split=8 < design.plan.p <= 32)
     except runner.ToolError as e:
         raise SimulationError(f"{e} (set HWGEN_VERBOSE=1 for the log)", loc, e.log) from None
     t1 = time.perf_counter()
@@ -161,7 +163,7 @@ def _run(design, layout, build_dir, work: Path, dram: DramConfig, seed, loc, mon
     plusargs = dram_plusargs(work, dram, seed)
 
     def run(cfg):
-        return run_testbench(build_dir, work, cfg, plusargs, waves, loc)
+        return run_testbench(build_dir, work, cfg, plusargs, waves, loc, predicted)
 
     result = run(config)
     if result.get("timeout"):
