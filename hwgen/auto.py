@@ -21,12 +21,13 @@ The result is deterministic (it counts schedules, it never times them). `why` (r
 "auto") says what was chosen, the predicted cycles and resources against the device, the
 schedules tried and the time taken.
 
-Devices are named "<family>-<size>" (synth.TARGETS); only the families the resource model is
+Devices are named "<family>-<size>" (devices.TARGETS); only the families the resource model is
 calibrated for (resources.calibrated(): ECP5) can be used.
 """
 
 from __future__ import annotations
 
+import gc
 import time
 
 from .dram import DramConfig
@@ -49,8 +50,8 @@ MAX_TILE = 1 << 14
 
 
 def device_of(name, loc=None):
-    """(target, synth.Device) for a device name like "ecp5-85k"."""
-    from .synth import TARGETS, device_for
+    """(target, devices.Device) for a device name like "ecp5-85k"."""
+    from .devices import TARGETS, device_for
 
     names = [f"{t}-{d}" for t in TARGETS for d in TARGETS[t]["devices"]]
     if not isinstance(name, str) or name not in names:
@@ -67,7 +68,19 @@ def device_of(name, loc=None):
 
 
 def choose(program, device: str, loc=None, dram: DramConfig | None = None) -> tuple:
-    """The auto schedule of a traced `program` for `device`, and the record of why."""
+    """The auto schedule of a traced `program` for `device`, and the record of why. Python's
+    cycle collector is paused meanwhile: the search makes many short-lived IR nodes, and in a
+    process with a large heap, the collections it would start take a fifth of the time."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _choose(program, device, loc, dram)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _choose(program, device: str, loc, dram: DramConfig | None) -> tuple:
     target, dev = device_of(device, loc)
     dram = dram or DramConfig()
     started = time.perf_counter()

@@ -85,7 +85,26 @@ class Node:
             return True
         if type(self) is not type(other) or self._hash != other._hash:
             return False
-        return all(getattr(self, name) == getattr(other, name) for name in _compared_fields(type(self)))
+        a, b = _representative(self), _representative(other)
+        if a is b:
+            return True
+        if all(getattr(a, name) == getattr(b, name) for name in _compared_fields(type(self))):
+            object.__setattr__(b, "_same", a)  # equal for good (nodes are immutable): next time, at once
+            return True
+        return False
+
+
+def _representative(node: Node) -> Node:
+    """The node that stands for every node found equal to `node` so far (union-find: the
+    compilation builds equal trees as distinct objects and compares them again and again)."""
+    while True:
+        nxt = node.__dict__.get("_same")
+        if nxt is None:
+            return node
+        after = nxt.__dict__.get("_same")
+        if after is not None:
+            object.__setattr__(node, "_same", after)  # path halving
+        node = nxt
 
 
 def _node(cls):
@@ -434,7 +453,11 @@ def _compared_fields(cls) -> tuple:
 
 
 def children(node: Node) -> tuple:
-    """The direct sub-nodes of `node` (Exprs, Dims, array nodes), in field order."""
+    """The direct sub-nodes of `node` (Exprs, Dims, array nodes), in field order (kept on the
+    node after the first call: nodes are immutable)."""
+    found = node.__dict__.get("_children")
+    if found is not None:
+        return found
     out = []
     for name in _compared_fields(type(node)):
         value = getattr(node, name)
@@ -442,7 +465,9 @@ def children(node: Node) -> tuple:
             out.append(value)
         elif isinstance(value, tuple):
             out.extend(v for v in value if isinstance(v, Node))
-    return tuple(out)
+    out = tuple(out)
+    object.__setattr__(node, "_children", out)
+    return out
 
 
 def rebuild(node: Node, fn: Callable[[Node], Node]) -> Node:
@@ -668,12 +693,13 @@ def subst_params(expr: Node, mapping: dict) -> Node:
 
 
 def free_indices(expr: Node) -> frozenset:
-    """Names of index variables used in `expr` and not bound by a Reduce or Map inside it."""
-    memo: dict = {}
+    """Names of index variables used in `expr` and not bound by a Reduce or Map inside it
+    (kept on each node: nodes are immutable, and the lowering asks again and again)."""
 
     def go(n: Node) -> frozenset:
-        if n in memo:
-            return memo[n]
+        found = n.__dict__.get("_free")
+        if found is not None:
+            return found
         if isinstance(n, Index):
             out = frozenset([n.name])
         elif isinstance(n, (Reduce, Map)):
@@ -687,7 +713,7 @@ def free_indices(expr: Node) -> frozenset:
             out = inner - {d.name for d in n.dims}
         else:
             out = frozenset().union(*[go(c) for c in children(n)]) if children(n) else frozenset()
-        memo[n] = out
+        object.__setattr__(n, "_free", out)
         return out
 
     return go(expr)

@@ -223,14 +223,14 @@ def _check_target(target: str) -> None:
         raise HwgenError(f"the resource model counts block RAMs for ECP5 only, not for '{target}'")
 
 
-def product_blocks(node, extents: dict) -> int:
+def product_blocks(node, extents: dict, ranges: dict | None = None) -> int:
     """DSP blocks of a product of two variable operands (hw/datapath.py `_wide_mul`): one up to
     DSP_WIDTH bits, else one per pair of 16-bit chunks of the operands (as their ranges need)
-    whose partial product reaches the kept bits."""
+    whose partial product reaches the kept bits. `ranges`: value ranges known (a memo)."""
     if not timing.wide_mul(node):
         return 1
     width = node.dtype.bits
-    (alo, ahi), (blo, bhi) = (value_range(c, extents) for c in (node.a, node.b))
+    (alo, ahi), (blo, bhi) = (value_range(c, extents, ranges) for c in (node.a, node.b))
     if alo >= 0 and blo >= 0:
         width = min(width, ahi.bit_length() + bhi.bit_length())
     na, nb = (math.ceil(min(_range_bits(lo, hi), width) / PARTIAL_BITS) for lo, hi in ((alo, ahi), (blo, bhi)))
@@ -282,6 +282,7 @@ def _pipe(pipe: Pipe, plan, extents: dict, target: str, f: dict) -> None:
     exprs = pipe_exprs(pipe)
     nodes = []
     seen: set = set()
+    ranges: dict = {}  # value ranges, shared by the pipe's products
     for e in exprs:
         for n in ir.walk(e, seen):
             nodes.append(n)
@@ -291,7 +292,7 @@ def _pipe(pipe: Pipe, plan, extents: dict, target: str, f: dict) -> None:
         bits = _bits(n)
         lanes = lanes_of(n)
         if timing.multiplier(n):
-            f["dsps"] += lanes * product_blocks(n, extents)
+            f["dsps"] += lanes * product_blocks(n, extents, ranges)
         if isinstance(n, ir.Table) and len(n.values) >= timing.ROM_MIN:
             f["brams"] += lanes * rom_blocks(n, target)
         divider = timing.divider_bits(n)
@@ -301,15 +302,15 @@ def _pipe(pipe: Pipe, plan, extents: dict, target: str, f: dict) -> None:
         held = last_use.get(n, stage.get(n, 0)) - stage.get(n, 0)
         if held > 0 and not isinstance(n, (ir.Const, ir.Param)):
             f["pipe_reg_bits"] += lanes * held * bits
-        f["pipe_reg_bits"] += lanes * _latency_bits(n, bits, extents)
+        f["pipe_reg_bits"] += lanes * _latency_bits(n, bits, extents, ranges)
 
 
-def _latency_bits(n, bits: int, extents: dict) -> int:
+def _latency_bits(n, bits: int, extents: dict, ranges: dict) -> int:
     """Flip-flops of the registers an operation adds after its logic. A multiplier's operand
     and product registers are inside its DSP blocks; a wide one registers each partial product
     once more in the fabric, then the sum."""
     if timing.wide_mul(n):
-        return (product_blocks(n, extents) + 1) * bits
+        return (product_blocks(n, extents, ranges) + 1) * bits
     if timing.multiplier(n):
         return 0
     return timing.latency_of(n) * bits

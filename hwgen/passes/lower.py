@@ -240,9 +240,18 @@ def copy_schedule(node: ir.Map, tiles: dict) -> tuple:
 def fused(node):
     """A result's node fused for lowering: None stays None (nothing to compute); a Concat's
     parts are fused one by one, each a Map (a part that is not one is copied by a Map) or a
-    Concat (joined in its place)."""
+    Concat (joined in its place). Kept on the node: a program compiled under many schedules
+    (auto.py, dse.py) fuses once."""
     if node is None:
         return None
+    found = node.__dict__.get("_fused")
+    if found is None:
+        found = _fuse_result(node)
+        object.__setattr__(node, "_fused", found)
+    return found
+
+
+def _fuse_result(node):
     if isinstance(node, ir.Concat):
         parts = []
         for j, part in enumerate(node.parts):
