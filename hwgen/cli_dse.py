@@ -1,12 +1,14 @@
 """`hwgen dse APP.py --device ecp5-85k`: the design-space exploration command (hwgen/dse.py).
 
     hwgen dse APP.py [--device D] [--kernel NAME] [--out DIR] [--limit N] [--workers N]
-                     [--scheduler ADDRESS] [--verify K] [--synth K]
+                     [--scheduler ADDRESS] [--verify K] [--synth K [--no-place]]
 
 Sweeps each kernel's schedules on Dask (a LocalCluster of `--workers` processes, or the
 cluster at `--scheduler`), prints the Pareto front, writes OUT/<kernel>/dse/dse.{json,csv,png},
 and with `--verify K` / `--synth K` simulates (Verilator) and synthesizes (Yosys, nextpnr) the
-K fastest points of the front, each beside its prediction.
+K fastest points of the front, each beside its prediction. `--no-place` synthesizes with Yosys
+only: the resources to check the model's estimates, in minutes, without an Fmax (the fastest
+points are the largest designs, whose place-and-route takes much longer).
 """
 
 from __future__ import annotations
@@ -40,6 +42,11 @@ def add_parser(sub) -> None:
     d.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler (tcp://host:port)")
     d.add_argument("--verify", type=int, default=0, metavar="K", help="simulate the K fastest points of the front")
     d.add_argument("--synth", type=int, default=0, metavar="K", help="synthesize the K fastest points of the front")
+    d.add_argument(
+        "--no-place",
+        action="store_true",
+        help="with --synth: Yosys only (resources, no place-and-route, no Fmax)",
+    )
 
 
 def cmd_dse(args) -> int:
@@ -86,6 +93,8 @@ def _check(args) -> None:
     for name in ("verify", "synth"):
         if getattr(args, name) < 0:
             raise CliError(f"--{name} must be 0 or more, got {getattr(args, name)}", HERE)
+    if args.no_place and not args.synth:
+        raise CliError("--no-place applies to --synth K (the points synthesized); give --synth too", HERE)
 
 
 class _client:
@@ -159,7 +168,7 @@ def _synthesize(kernel, args, points: list) -> None:
     for p in points:
         k = kernel.with_schedule(tile=p["tile"], par=p["par"], metapipeline=True)
         try:
-            r = synthesize(k.elaborate(), target, size)
+            r = synthesize(k.elaborate(), target, size, place=not args.no_place)
         except FitError as e:  # the estimate fitted, synthesis says otherwise: kept on the point
             p["synthesized"] = {"error": e.message}
             continue
@@ -182,7 +191,8 @@ def _show(kernel, result: dict, front: list, seconds: float, paths: dict) -> Non
         if s and "error" in s:
             extra += f"; synthesis: {s['error']}"
         elif s:
-            extra += f"; synthesized {s['luts']} LUTs, {s['dsps']} DSPs, {s['fmax_mhz']} MHz"
+            fmax = f"{s['fmax_mhz']} MHz" if s["fmax_mhz"] is not None else "not placed"
+            extra += f"; synthesized {s['luts']} LUTs, {s['ffs']} FFs, {s['brams']} BRAMs, {s['dsps']} DSPs, {fmax}"
         star = " (auto)" if p["auto"] else ""
         print(f"  {p['cycles']:>9} cycles  {p['luts']:>6} LUTs  {p['dsps']:>4} DSPs  {schedule_text(p)}{star}{extra}")
     mine = next((p for p in result["points"] if p["auto"]), None)

@@ -140,6 +140,23 @@ def test_verify_runs_the_schedule_the_sweep_judged(tmp_path, capsys):
     assert first["verified_cycles"] == first["cycles"]  # metapipelined, as predicted
 
 
+@pytest.mark.synth
+def test_synth_without_placement_checks_the_estimates_of_the_fastest_point(app, tmp_path, capsys):
+    argv = ["dse", app, "--limit", "20", "--workers", "1", "--synth", "1", "--no-place", "--out", str(tmp_path)]
+    code = cli.main(argv)
+    printed, err = capsys.readouterr()
+    assert code == 0, err
+    data = json.loads((tmp_path / "mm" / "dse" / "dse.json").read_text())
+    first = next(p for p in data["points"] if p["front"])
+    got = first["synthesized"]
+    assert got["fmax_mhz"] is None and got["luts"] > 0 and got["ffs"] > 0
+    assert (got["brams"], got["dsps"]) == (first["brams"], first["dsps"])  # counted by rule: exact
+    assert (
+        f"synthesized {got['luts']} LUTs, {got['ffs']} FFs, {got['brams']} BRAMs, {got['dsps']} DSPs, not placed"
+        in printed
+    )
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
@@ -150,6 +167,7 @@ def test_verify_runs_the_schedule_the_sweep_judged(tmp_path, capsys):
         ),
         (["--limit", "0"], "--limit must be at least 1, got 0"),
         (["--verify", "-1"], "--verify must be 0 or more, got -1"),
+        (["--no-place"], "--no-place applies to --synth K (the points synthesized); give --synth too"),
         (["--limit", "20", "--workers", "1", "--synth", "999"], "--synth 999 is more than the"),
         (["--scheduler", "tcp://127.0.0.1:9"], "cannot reach the Dask scheduler at tcp://127.0.0.1:9: "),
     ],
