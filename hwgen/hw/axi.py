@@ -10,7 +10,7 @@ width (`words` x the word's bytes) at addresses aligned to the bus. So:
   of two (INCR), whose halves the bridge joins (reads) or splits with write strobes (writes;
   one beat when the masked words all fall in the first);
 - one ID (0) each way, so responses come back in order: up to READS read requests and
-  WRITES write requests of the kernel are outstanding (a split one is two bursts);
+  WRITES - 1 write requests of the kernel are outstanding (a split one is two bursts);
 - a read that touches a bus beat of a write whose response (B) has not come back waits for
   it, which keeps the channel's contract (a read requested after a write is accepted sees
   it; one requested before may see it or not, which no single-PE kernel depends on: none
@@ -20,17 +20,19 @@ width (`words` x the word's bytes) at addresses aligned to the bus. So:
   `clear` (a new start).
 
 Timing: the kernel's requests are taken into queues of 4 whenever they have room (so the
-kernel's ready comes from flip-flops, never from an AXI input). A read then waits in a
-register until the AR register is free or taken, the queue of bursts has room and no write
-blocks it (that check is registered too), and appears on AR the cycle after: about four
-cycles after it was taken, one a cycle. The joined response goes to the kernel in the cycle
+kernel's ready comes from flip-flops, never from an AXI input); a read passes two
+registers first, beside the bridge: one for its address (which comes from across the chip),
+one for its comparisons with the writes in flight. It then waits in a register until the AR
+register is free or taken, the queue of bursts has room and no write blocks it (that check is
+registered too), and appears on AR the cycle after: about six cycles after it was taken, one
+a cycle. The joined response goes to the kernel in the cycle
 the last R beat of its burst arrives. A write's address and data go to AW and W from their
 queues, about two cycles after it was taken.
 """
 
 from __future__ import annotations
 
-from amaranth.hdl import Array, Cat, Const, Module, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
@@ -38,7 +40,7 @@ from amaranth.lib.wiring import In, Out
 from . import memchannel
 
 READS = 32  # read bursts in flight
-WRITES = 16  # write bursts in flight (each one's bus beats are compared with every read)
+WRITES = 16  # write bursts in flight, one place spare (each one's bus beats are compared with every read)
 
 
 def axi4(addr_bits: int, data_bits: int, id_bits: int = 1) -> wiring.Signature:
@@ -178,13 +180,17 @@ class AxiMaster(wiring.Component):
 
     def _writes_in_flight(self, m) -> dict:
         """The ring of write bursts accepted and not yet answered (B): each one's bus beats
-        [lo, hi] and whether it was split in two bursts (two B responses)."""
+        [lo, hi] (and lo - 1) and whether it was split in two bursts (two B responses). A write
+        enters it a cycle after it is taken, from registers beside the bridge (`wr_p_*`: the
+        kernel's address crosses the chip to a flip-flop, then the adders run), which reads
+        still see in time: they compare a cycle after they are taken."""
         n = WRITES
         bits = self.addr_bits - self._lg
         lo = [Signal(bits, name=f"wlo{k}") for k in range(n)]
         hi = [Signal(bits, name=f"whi{k}") for k in range(n)]
         before = [Signal(bits, name=f"wlom{k}") for k in range(n)]  # lo - 1
         split = [Signal(name=f"wsplit{k}") for k in range(n)]
+        entering = Signal(n, name="wr_p_slot")  # one-hot: the slot the write taken a cycle ago takes
         live = Signal(n)
         head, tail = Signal(range(n)), Signal(range(n))
         count = Signal(range(n + 1))
@@ -199,12 +205,13 @@ class AxiMaster(wiring.Component):
                 m.d.comb += gone.eq(1)
                 m.d.sync += [half.eq(0), head.eq(head + 1)]
         m.d.sync += count.eq(count + take - gone)
-        m.d.sync += live.eq((live | (take << tail)[:n]) & ~(gone << head)[:n])
+        m.d.sync += live.eq((live | entering) & ~(gone << head)[:n])
         return {
             "lo": lo,
             "hi": hi,
             "before": before,
             "split": split,
+            "entering": entering,
             "live": live,
             "tail": tail,
             "count": count,
@@ -226,21 +233,35 @@ class AxiMaster(wiring.Component):
 
     def _reads(self, m, flight: dict) -> None:
         axi, req, resp, W = self.axi, self.mem.rd_req, self.mem.rd_resp, self.words
-        beat, off = self._split(m, req.addr, "rd")
-        # a request waits in `queue` (the kernel's ready comes from flip-flops), then in
+        # a request passes two registers before its queue: `rd_in` takes the kernel's address
+        # (which comes from across the chip), `rd_chk` its fields and the comparisons with the
+        # writes in flight, computed from `rd_in` (so no long wire and no wide comparison share
+        # a cycle). Computed a cycle after the request, they may include a write accepted after
+        # it: the read then waits for that write too, which the channel's contract allows.
+        held = Signal(name="rd_in_valid")
+        addr, tag = Signal.like(req.addr, name="rd_in_addr"), Signal.like(req.tag, name="rd_in_tag")
+        beat, off = self._split(m, addr, "rd")
+        # a request then waits in `queue` (the kernel's ready comes from flip-flops), then in
         # register `b` until the AR register is free or taken, the queue of bursts has room,
         # and none of the writes in flight when it came touches its beats: `meets` marks them
-        # as it enters the queue, and it waits until they are answered (their `live` bits
+        # as it enters `rd_chk`, and it waits until they are answered (their `live` bits
         # drop; a slot taken again by a later write only makes it wait longer)
         two = off != 0
         fields = {"beat": len(beat), "off": len(off), "tag": self.tag_bits, "two": 1, "split": 1, "meets": WRITES}
         layout = data.StructLayout(fields)
         queue = SyncFIFOBuffered(width=layout.size, depth=4)
         m.submodules.rq = queue
-        entry = data.View(layout, queue.w_data)
-        m.d.comb += [entry.beat.eq(beat), entry.off.eq(off), entry.tag.eq(req.tag), entry.two.eq(two)]
-        m.d.comb += [entry.split.eq(two & self._last_of_page(beat)), entry.meets.eq(self._meets(flight, beat, two))]
-        m.d.comb += [req.ready.eq(queue.w_rdy), queue.w_en.eq(req.valid)]
+        checked = Signal(layout, name="rd_chk")
+        checked_valid = Signal(name="rd_chk_valid")
+        chk_free = ~checked_valid | queue.w_rdy
+        m.d.comb += [queue.w_data.eq(checked), queue.w_en.eq(checked_valid)]
+        m.d.comb += req.ready.eq(~held | chk_free)
+        with m.If(req.ready):
+            m.d.sync += [held.eq(req.valid), addr.eq(req.addr), tag.eq(req.tag)]
+        with m.If(chk_free):
+            m.d.sync += [checked_valid.eq(held), checked.beat.eq(beat), checked.off.eq(off), checked.tag.eq(tag)]
+            m.d.sync += [checked.two.eq(two), checked.split.eq(two & self._last_of_page(beat))]
+            m.d.sync += checked.meets.eq(self._meets(flight, beat, two))
         a = data.View(layout, queue.r_data)
         b = {k: Signal(width, name=f"rd_b_{k}") for k, width in fields.items()}
         b_valid = Signal(name="rd_b_valid")
@@ -248,8 +269,15 @@ class AxiMaster(wiring.Component):
         m.submodules.pending = pending
         go, move = Signal(name="rd_go"), Signal(name="rd_move")
         free = self._address(m, "ar", b["beat"], b["two"], b["split"], go)
-        m.d.comb += go.eq(b_valid & ((b["meets"] & flight["live"]) == 0) & free & pending.w_rdy)
+        # `clear`: none of b's writes was in flight a cycle ago (a register: the 16 comparisons
+        # with `live` do not share a cycle with the queue's control). A write answered since
+        # only lets b go a cycle later; a slot taken since by a later write is one b need not
+        # wait for (accepted after it)
+        clear = Signal(name="rd_clear")
+        m.d.comb += go.eq(b_valid & clear & free & pending.w_rdy)
         m.d.comb += [move.eq(queue.r_rdy & (~b_valid | go)), queue.r_en.eq(move)]
+        stays, comes = ((x & flight["live"]) == 0 for x in (b["meets"], a.meets))
+        m.d.sync += clear.eq(Mux(move, comes, stays))
         m.d.comb += [pending.w_en.eq(go), pending.w_data.eq(Cat(b["tag"], b["off"], b["two"]))]
         with m.If(move):
             m.d.sync += [b_valid.eq(1), *(b[k].eq(getattr(a, k)) for k in fields)]
@@ -297,7 +325,12 @@ class AxiMaster(wiring.Component):
         addresses = SyncFIFOBuffered(width=where.size, depth=4)  # AW bursts to send
         m.submodules.awq = addresses
         take = flight["take"]
-        m.d.comb += wr.ready.eq(queue.w_rdy & addresses.w_rdy & (flight["count"] != WRITES))
+        # ready is a flip-flop: room for two more in the queues and the ring a cycle ago leaves
+        # room for the one taken meanwhile and one now (one place of each is given up for it)
+        room = Signal(name="wr_room")
+        queues = (queue.w_level < queue.depth - 1) & (addresses.w_level < addresses.depth - 1)
+        m.d.sync += room.eq(queues & (flight["count"] < WRITES - 1))
+        m.d.comb += wr.ready.eq(room)
         m.d.comb += [take.eq(wr.valid & wr.ready), queue.w_en.eq(take), addresses.w_en.eq(take)]
         entry = data.View(layout, queue.w_data)
         m.d.comb += [entry.data.eq(wr.data), entry.mask.eq(wr.mask), entry.off.eq(off)]
@@ -309,12 +342,15 @@ class AxiMaster(wiring.Component):
         free = self._address(m, "aw", head.beat, head.two, head.split, issue)
         m.d.comb += [issue.eq(addresses.r_rdy & free), addresses.r_en.eq(issue)]
         tail = flight["tail"]
-        slot = Signal(WRITES, name="wr_slot")  # one-hot: the ring entry this write takes
-        m.d.comb += slot.eq((take << tail)[:WRITES])
+        # the write enters the ring a cycle after it is taken (see _writes_in_flight)
+        p_beat, p_two, p_split = Signal.like(beat, name="wr_p_beat"), Signal(name="wr_p_two"), Signal(name="wr_p_split")
+        m.d.sync += [flight["entering"].eq((take << tail)[:WRITES]), p_beat.eq(beat), p_two.eq(two), p_split.eq(split)]
+        p_hi, p_before = Signal.like(beat, name="wr_p_hi"), Signal.like(beat, name="wr_p_before")
+        m.d.comb += [p_hi.eq(p_beat + p_two), p_before.eq(p_beat - 1)]
         for k in range(WRITES):
-            with m.If(slot[k]):
-                m.d.sync += [flight["lo"][k].eq(beat), flight["hi"][k].eq(beat + two), flight["split"][k].eq(split)]
-                m.d.sync += flight["before"][k].eq(beat - 1)
+            with m.If(flight["entering"][k]):
+                m.d.sync += [flight["lo"][k].eq(p_beat), flight["hi"][k].eq(p_hi), flight["before"][k].eq(p_before)]
+                m.d.sync += flight["split"][k].eq(p_split)
         with m.If(take):
             m.d.sync += tail.eq(tail + 1)
 
