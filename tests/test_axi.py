@@ -40,9 +40,14 @@ def rows16(x: hw.Array[int16, 9, 7]) -> hw.Array[int16, 9, 7]:
 @pytest.mark.rtl
 @pytest.mark.parametrize("name", APPS)
 def test_app_behind_axi(name):
+    """Bit-exact behind AXI, and within 3 % of the native channel's cycles (the AxiRam answers
+    in about 2 cycles, the native DRAM model in 20; the bridge adds a few cycles of latency
+    and must keep the kernel's throughput)."""
     app = load_pattern(name)
-    r = getattr(app, name).verify(*app.inputs(0), wrap="axi")
-    assert r.cycles > 0
+    kernel = getattr(app, name)
+    r = kernel.verify(*app.inputs(0), wrap="axi")
+    native = kernel.verify(*app.inputs(0))
+    assert 0 < r.cycles <= 1.03 * native.cycles, (r.cycles, native.cycles)
 
 
 @pytest.mark.rtl

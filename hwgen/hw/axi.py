@@ -19,10 +19,10 @@ width (`words` x the word's bytes) at addresses aligned to the bus. So:
 - `rd_error` / `wr_error` go high on an RRESP / BRESP other than OKAY and stay high until
   `clear` (a new start).
 
-Timing: the kernel's requests are taken into queues of 4 whenever they have room (so the
-kernel's ready comes from flip-flops, never from an AXI input); a read passes two
-registers first, beside the bridge: one for its address (which comes from across the chip),
-one for its comparisons with the writes in flight. It then waits in a register until the AR
+Timing: the kernel's requests are taken into queues (of 4 reads, 8 writes) whenever they
+have room (so the kernel's ready comes from flip-flops, never from an AXI input); a read
+passes two registers first, beside the bridge: one for its address (which comes from across
+the chip), one for its comparisons with the writes in flight. It then waits in a register until the AR
 register is free or taken, the queue of bursts has room and no write blocks it (that check is
 registered too), and appears on AR the cycle after: about six cycles after it was taken, one
 a cycle. The joined response goes to the kernel in the cycle
@@ -319,10 +319,10 @@ class AxiMaster(wiring.Component):
         split = Signal(name="wr_split")
         m.d.comb += split.eq(two & self._last_of_page(beat))
         layout = data.StructLayout({"data": self.data_bits, "mask": W, "off": max(lg, 1), "two": 1, "split": 1})
-        queue = SyncFIFOBuffered(width=layout.size, depth=4)  # W beats to send
+        queue = SyncFIFOBuffered(width=layout.size, depth=8)  # W beats to send (LUT RAM: 8 cost as 4)
         m.submodules.wq = queue
         where = data.StructLayout({"beat": len(beat), "two": 1, "split": 1})
-        addresses = SyncFIFOBuffered(width=where.size, depth=4)  # AW bursts to send
+        addresses = SyncFIFOBuffered(width=where.size, depth=8)  # AW bursts to send
         m.submodules.awq = addresses
         take = flight["take"]
         # ready is a flip-flop: room for two more in the queues and the ring a cycle ago leaves
