@@ -30,7 +30,7 @@ from .lang.signature import check_args, to_user
 from .loop_interp import overflow_error
 from .loops import checked_mems
 from .stalls import stalled
-from .waves import asked, keep
+from .waves import asked, check_reached, keep
 from .waves import env as waves_env
 
 PROGRESS_EVERY = 20_000  # cycles between the testbench's progress lines (one Python call each)
@@ -113,6 +113,7 @@ def simulate(
         image = layout.image(values)
         result = _run(design, values, layout, image, build_dir, work, dram, seed, monitor, runs, waves, loc)
         outs = _outputs(design, layout, image, result, work, loc)
+        check_reached(waves, result["cycles"], kernel.name, loc)
         waves_path = keep(kernel.name, work, out_dir) if waves else None
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -222,6 +223,7 @@ def run_testbench(build_dir, work: Path, config: dict, plusargs: list, waves, lo
     `waves`: False, True or a window of cycles (waves.py). While a progress report is active
     (`hwgen sim`), the cycle the run has reached (of about `predicted`) goes to it."""
     track = work / "progress.txt"
+    track.unlink(missing_ok=True)  # an earlier run's (a hang's second run) must not show
     if progress.active() and predicted is not None:
         config = dict(config, progress={"file": str(track), "every": PROGRESS_EVERY, "predicted": predicted})
     (work / "config.json").write_text(json.dumps(config))

@@ -13,6 +13,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
+
 from hwgen_sim import runner
 from hwgen_sim.testbench import PERIOD_NS
 
@@ -25,8 +27,8 @@ def window(waves, loc) -> tuple | None:
     if waves is True:
         return None
 
-    def cycle(c) -> bool:
-        return isinstance(c, int) and not isinstance(c, bool) and c >= 0
+    def cycle(c) -> bool:  # a non-negative integer (numpy's too), not a bool
+        return isinstance(c, (int, np.integer)) and not isinstance(c, (bool, np.bool_)) and c >= 0
 
     if isinstance(waves, (tuple, list)) and len(waves) == 2 and cycle(waves[0]):
         first, end = waves
@@ -41,9 +43,19 @@ def window(waves, loc) -> tuple | None:
 
 def asked(waves, loc):
     """A `waves=` argument as False, True or a window (first, end); a HwgenError when bad."""
-    if waves is False or waves is None:
+    if isinstance(waves, (bool, type(None), int)) and not waves:
         return False
     return window(waves, loc) or True
+
+
+def check_reached(waves, cycles: int, name: str, loc) -> None:
+    """A window that starts after the run's last cycle records nothing: a HwgenError."""
+    if isinstance(waves, tuple) and waves[0] > cycles:
+        raise HwgenError(
+            f"the waves of kernel '{name}' start at cycle {waves[0]}, after its last ({cycles}): "
+            f"the window recorded nothing; give --waves-from (waves=(first, end)) a cycle up to {cycles}",
+            loc,
+        )
 
 
 def env(waves) -> dict:

@@ -51,7 +51,10 @@ def library() -> Path:
 
 
 def _run(cmd: list, what: str) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    except OSError as e:  # no C compiler, no `ar`
+        raise Lz4Error(f"{what} failed: {e.strerror or e}: {cmd[0]}") from None
     if proc.returncode:
         lines = (proc.stdout + proc.stderr).strip().splitlines()
         raise Lz4Error(f"{what} failed: {lines[-1] if lines else f'exit {proc.returncode}'}")
@@ -59,19 +62,19 @@ def _run(cmd: list, what: str) -> None:
 
 def _build(work: Path) -> None:
     _run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:"]
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", "lz4"]
         + ["--dest", str(work), f"lz4=={VERSION}"],
         f"downloading the lz4 {VERSION} sources from PyPI",
     )
     archive = work / f"lz4-{VERSION}.tar.gz"
     if not archive.exists():
         raise Lz4Error(f"downloading the lz4 {VERSION} sources from PyPI gave no {archive.name}")
-    with tarfile.open(archive) as tar:
-        for name in ("lz4.c", "lz4.h"):
-            member = tar.extractfile(f"lz4-{VERSION}/lz4libs/{name}")
-            if member is None:
-                raise Lz4Error(f"{archive.name} holds no lz4libs/{name}")
-            (work / name).write_bytes(member.read())
+    try:
+        with tarfile.open(archive) as tar:
+            for name in ("lz4.c", "lz4.h"):
+                (work / name).write_bytes(tar.extractfile(f"lz4-{VERSION}/lz4libs/{name}").read())
+    except (KeyError, AttributeError, OSError, tarfile.TarError) as e:
+        raise Lz4Error(f"{archive.name} does not hold the lz4 sources where expected: {e}") from None
     archive.unlink()
     _run(["cc", "-O2", "-fPIC", "-c", str(work / "lz4.c"), "-o", str(work / "lz4.o")], "compiling lz4.c")
     _run(["ar", "rcs", str(work / "liblz4.a"), str(work / "lz4.o")], "archiving liblz4.a")

@@ -1,6 +1,8 @@
 """FST waves: the whole run, or a window of clock cycles counted as the kernel's `cycles` counts
 them, on one PE and on a mesh; read back with pywellen. Bad `waves=` values are refused."""
 
+import subprocess
+
 import numpy as np
 import pytest
 import pywellen
@@ -9,7 +11,7 @@ from markers import check_error
 import hwgen as hw
 from hwgen import int32
 from hwgen.errors import HwgenError
-from hwgen.waves import env, window
+from hwgen.waves import asked, env, window
 from hwgen_sim import lz4
 from hwgen_sim.testbench import PERIOD_NS
 
@@ -55,6 +57,8 @@ def test_bad_waves_are_refused_at_the_users_line():
             "bad",
         )
     assert window(True, None) is None and window((0, 1), None) == (0, 1) and window([4, None], None) == (4, None)
+    assert window((np.int64(2), np.int32(5)), None) == (2, 5)
+    assert asked(False, None) is False and asked(None, None) is False and asked(0, None) is False
     assert env(True) == {} and env((4, None)) == {"HWGEN_WAVES_FROM": "4", "HWGEN_WAVES_PERIOD_NS": str(PERIOD_NS)}
     assert env((4, 9))["HWGEN_WAVES_TO"] == "9"
 
@@ -67,13 +71,27 @@ def test_simulate_refuses_bad_waves_before_building():
     check_error(e.value, HwgenError, e.value.message, __file__, "sim")
 
 
-def test_lz4_that_cannot_be_fetched_is_a_clear_error(tmp_path, monkeypatch):
+def test_lz4_that_cannot_be_fetched_or_built_is_a_clear_error(tmp_path, monkeypatch):
+    """pip failing (no network, no such version) and no C compiler: an Lz4Error saying which
+    step failed, and nothing left in the cache."""
     monkeypatch.setenv("HWGEN_CACHE", str(tmp_path))
     monkeypatch.setattr(lz4, "VERSION", "0.0.0")
+    failed = subprocess.CompletedProcess([], 1, "", "ERROR: No matching distribution found for lz4==0.0.0\n")
+    monkeypatch.setattr(lz4.subprocess, "run", lambda *a, **k: failed)
     with pytest.raises(lz4.Lz4Error) as e:
         lz4.library()
-    assert str(e.value).startswith("downloading the lz4 0.0.0 sources from PyPI failed: ")
-    assert not (tmp_path / "lz4-0.0.0").exists()
+    assert str(e.value) == (
+        "downloading the lz4 0.0.0 sources from PyPI failed: ERROR: No matching distribution found for lz4==0.0.0"
+    )
+
+    def missing(*a, **k):
+        raise FileNotFoundError(2, "No such file or directory")
+
+    monkeypatch.setattr(lz4.subprocess, "run", missing)
+    with pytest.raises(lz4.Lz4Error) as e:
+        lz4._run(["cc", "-c", "lz4.c"], "compiling lz4.c")
+    assert str(e.value) == "compiling lz4.c failed: No such file or directory: cc"
+    assert [p.name for p in tmp_path.iterdir()] == ["lz4-0.0.0.lock"]
 
 
 @pytest.mark.rtl
@@ -92,6 +110,16 @@ def test_one_pe_waves_whole_and_windowed(tmp_path):
     assert changes(again.waves, "hwgen_tb.cycles")[0][0] > seen[-1][0] - 10 * PERIOD_NS * PS
     tail = scaled.verify(x, waves=(whole.cycles - 5, None), out_dir=tmp_path)
     assert [v for _, v in changes(tail.waves, "hwgen_tb.cycles")] == list(range(whole.cycles - 5, whole.cycles + 1))
+    with pytest.raises(HwgenError) as e:
+        scaled.verify(x, waves=(whole.cycles + 10, None), out_dir=tmp_path)  # L:late
+    check_error(
+        e.value,
+        HwgenError,
+        f"the waves of kernel 'scaled' start at cycle {whole.cycles + 10}, after its last ({whole.cycles}): the "
+        f"window recorded nothing; give --waves-from (waves=(first, end)) a cycle up to {whole.cycles}",
+        __file__,
+        "late",
+    )
 
 
 @pytest.mark.rtl

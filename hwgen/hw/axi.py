@@ -10,7 +10,7 @@ width (`words` x the word's bytes) at addresses aligned to the bus. So:
   of two (INCR), whose halves the bridge joins (reads) or splits with write strobes (writes;
   one beat when the masked words all fall in the first);
 - one ID (0) each way, so responses come back in order: up to READS read requests and
-  WRITES - 1 write requests of the kernel are outstanding (a split one is two bursts);
+  WRITES write requests of the kernel are outstanding (a split one is two bursts);
 - a read that touches a bus beat of a write whose response (B) has not come back waits for
   it, which keeps the channel's contract (a read requested after a write is accepted sees
   it; one requested before may see it or not, which no single-PE kernel depends on: none
@@ -40,7 +40,7 @@ from amaranth.lib.wiring import In, Out
 from . import memchannel
 
 READS = 32  # read bursts in flight
-WRITES = 16  # write bursts in flight, one place spare (each one's bus beats are compared with every read)
+WRITES = 16  # write bursts in flight (each one's bus beats are compared with every read)
 
 
 def axi4(addr_bits: int, data_bits: int, id_bits: int = 1) -> wiring.Signature:

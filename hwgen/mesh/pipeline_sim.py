@@ -20,7 +20,7 @@ from .. import progress
 from ..dram import DramConfig
 from ..errors import SimulationError, user_loc
 from ..lang.signature import check_args, to_user
-from ..waves import asked, keep
+from ..waves import asked, check_reached, keep
 from .pipeline_hw import elaborate
 from .simulate import _DRAM_V, _read_results, timeout_cycles
 
@@ -98,6 +98,7 @@ def simulate(
                 t = result["timeline"][config["monitor"][0]]
                 timeline[f"pe{k}"] = [(g - 1, d + 1) for g, d in zip(t["go"], t["done"])]
         outs = _read_results(design, layout, images, work, loc)[-1]  # the last PE's
+        check_reached(waves, result["cycles"], kernel.name, loc)
         waves_path = keep(kernel.name, work, out_dir) if waves else None
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -24,7 +24,7 @@ from ..errors import HwgenError, MismatchError, SimulationError, user_loc
 from ..lang.signature import check_args, to_user
 from ..loops import Collective, walk
 from ..stalls import stalled
-from ..waves import asked, keep
+from ..waves import asked, check_reached, keep
 from .hardware import elaborate
 from .spmd import block, join
 
@@ -82,6 +82,7 @@ def simulate(
         images = _write_images(design, layout, values, work)
         result = _run(design, layout, build_dir, work, dram, seed, loc, watched, waves)
         copies = _read_results(design, layout, images, work, loc)
+        check_reached(waves, result["cycles"], kernel.name, loc)
         waves_path = keep(kernel.name, work, out_dir) if waves else None
     finally:
         shutil.rmtree(work, ignore_errors=True)
