@@ -109,7 +109,7 @@ class Slave:
                             self.errors.append("a word is written in part")
                         if s:
                             done.append(((beat + k) * WORDS + w, (data >> (32 * w)) & 0xFFFFFFFF))
-                answers.append((cycle + self.rng.randrange(0, 12), done))
+                answers.append((cycle + self.rng.randrange(0, 40), done))
 
 
 @pytest.mark.parametrize("seed,stall", [(1, 0.0), (2, 0.3), (3, 0.6)])

@@ -19,15 +19,16 @@ width (`words` x the word's bytes) at addresses aligned to the bus. So:
 - `rd_error` / `wr_error` go high on an RRESP / BRESP other than OKAY and stay high until
   `clear` (a new start).
 
-Timing: the kernel's requests are taken into queues (of 4 reads, 8 writes) whenever they
+Timing: the kernel's requests are taken into queues (of 8 reads and 8 writes) whenever they
 have room (so the kernel's ready comes from flip-flops, never from an AXI input); a read
-passes two registers first, beside the bridge: one for its address (which comes from across
-the chip), one for its comparisons with the writes in flight. It then waits in a register until the AR
-register is free or taken, the queue of bursts has room and no write blocks it (that check is
-registered too), and appears on AR the cycle after: about six cycles after it was taken, one
-a cycle. The joined response goes to the kernel in the cycle
-the last R beat of its burst arrives. A write's address and data go to AW and W from their
-queues, about two cycles after it was taken.
+passes four registers first, beside the bridge: two for its address (which comes from across
+the chip), two for its comparisons with the writes in flight (parts of them, then their
+whole). It then waits in a register until the AR register is free or taken, the queue of
+bursts has room and no write blocks it (that check is registered too), and appears on AR the
+cycle after: about eight cycles after it was taken, one a cycle. The joined response goes to
+the kernel in the cycle the last R beat of its burst arrives. A write's address and data go to AW and W from their
+queues, about two and three cycles after it was taken. Every AXI output is a flip-flop or
+a constant but `rready` (which follows `rvalid`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ from . import memchannel
 
 READS = 32  # read bursts in flight
 WRITES = 16  # write bursts in flight (each one's bus beats are compared with every read)
+READ_QUEUE = 8  # reads taken and not yet out of their queue (it holds them all)
+PART = 8  # bits of an address compared in the first of the comparison's two cycles
 
 
 def axi4(addr_bits: int, data_bits: int, id_bits: int = 1) -> wiring.Signature:
@@ -181,16 +184,17 @@ class AxiMaster(wiring.Component):
     def _writes_in_flight(self, m) -> dict:
         """The ring of write bursts accepted and not yet answered (B): each one's bus beats
         [lo, hi] (and lo - 1) and whether it was split in two bursts (two B responses). A write
-        enters it a cycle after it is taken, from registers beside the bridge (`wr_p_*`: the
-        kernel's address crosses the chip to a flip-flop, then the adders run), which reads
-        still see in time: they compare a cycle after they are taken."""
+        enters it two cycles after it is taken, from registers beside the bridge (`wr_p_*`: the
+        kernel's address crosses the chip to a flip-flop; `wr_q_*`: the adders' results, which
+        go to all 16 slots), which reads still see in time: they compare two cycles after they
+        are taken."""
         n = WRITES
         bits = self.addr_bits - self._lg
         lo = [Signal(bits, name=f"wlo{k}") for k in range(n)]
         hi = [Signal(bits, name=f"whi{k}") for k in range(n)]
         before = [Signal(bits, name=f"wlom{k}") for k in range(n)]  # lo - 1
         split = [Signal(name=f"wsplit{k}") for k in range(n)]
-        entering = Signal(n, name="wr_p_slot")  # one-hot: the slot the write taken a cycle ago takes
+        entering = Signal(n, name="wr_q_slot")  # one-hot: the slot the write taken two cycles ago takes
         live = Signal(n)
         head, tail = Signal(range(n)), Signal(range(n))
         count = Signal(range(n + 1))
@@ -218,50 +222,83 @@ class AxiMaster(wiring.Component):
             "take": take,
         }
 
-    def _meets(self, flight: dict, beat, two):
-        """One bit per write in flight: whether a read of bus beats beat .. beat + two meets
-        it. Both span at most two beats, so they meet exactly when the read's first beat is
-        the write's first or last, or the read's second beat (two) is the write's first: three
-        comparisons for equality, no adders or carry chains."""
+    def _parts(self, flight: dict, beat):
+        """A read of bus beats beat .. beat + two meets a write in flight exactly when its
+        first beat is the write's first or last, or its second beat (two) is the write's first
+        (both span at most two beats): three comparisons for equality per write, no adders or
+        carry chains. Each comparison is cut into PART-bit parts; returns, per write and
+        comparison (lo, hi, before), the parts' equalities: one bit each, registered before
+        `_meets` joins them (one comparison of every read with 16 writes is too much logic and
+        wire for one cycle)."""
+        cuts = range(0, len(beat), PART)
         return Cat(
-            flight["live"][k]
-            & ((beat == flight["lo"][k]) | (beat == flight["hi"][k]) | (two & (beat == flight["before"][k])))
+            beat[c : c + PART] == flight[which][k][c : c + PART]
             for k in range(WRITES)
+            for which in ("lo", "hi", "before")
+            for c in cuts
+        )
+
+    def _meets(self, flight: dict, parts, two):
+        """One bit per write in flight: whether the read whose `_parts` are `parts` meets it."""
+        n = len(parts) // (3 * WRITES)  # parts per comparison
+        whole = [parts[j * n : j * n + n].all() for j in range(3 * WRITES)]
+        return Cat(
+            flight["live"][k] & (whole[3 * k] | whole[3 * k + 1] | (two & whole[3 * k + 2])) for k in range(WRITES)
         )
 
     # ---------------------------------------------------------------- reads
 
     def _reads(self, m, flight: dict) -> None:
         axi, req, resp, W = self.axi, self.mem.rd_req, self.mem.rd_resp, self.words
-        # a request passes two registers before its queue: `rd_in` takes the kernel's address
-        # (which comes from across the chip), `rd_chk` its fields and the comparisons with the
-        # writes in flight, computed from `rd_in` (so no long wire and no wide comparison share
-        # a cycle). Computed a cycle after the request, they may include a write accepted after
-        # it: the read then waits for that write too, which the channel's contract allows.
+        # a request passes four registers before its queue, one a cycle, never held: `rd_in`
+        # takes the kernel's address (which comes from across the chip), `rd_at` takes it
+        # beside the comparisons, `rd_eq` its fields and the comparisons of its bus beat with
+        # the writes in flight in parts (`_parts`, from `rd_at`), `rd_chk` the joined parts
+        # (`_meets`): no long wire and no wide comparison share a cycle. A write accepted
+        # before the read is in the ring by the cycle `rd_eq` compares (see _writes_in_flight);
+        # one accepted after may be compared with in part or not at all (a slot taken again
+        # between `rd_eq` and `rd_chk`), which only makes the read wait for it or not, as the
+        # channel's contract allows.
         held = Signal(name="rd_in_valid")
         addr, tag = Signal.like(req.addr, name="rd_in_addr"), Signal.like(req.tag, name="rd_in_tag")
-        beat, off = self._split(m, addr, "rd")
-        # a request then waits in `queue` (the kernel's ready comes from flip-flops), then in
-        # register `b` until the AR register is free or taken, the queue of bursts has room,
-        # and none of the writes in flight when it came touches its beats: `meets` marks them
-        # as it enters `rd_chk`, and it waits until they are answered (their `live` bits
-        # drop; a slot taken again by a later write only makes it wait longer)
+        at_valid = Signal(name="rd_at_valid")
+        at_addr, at_tag = Signal.like(req.addr, name="rd_at_addr"), Signal.like(req.tag, name="rd_at_tag")
+        beat, off = self._split(m, at_addr, "rd")
+        # a request then waits in `queue`, then in register `b` until the AR register is free
+        # or taken, the queue of bursts has room, and none of the writes in flight when it
+        # came touches its beats: `meets` marks them as it enters `rd_chk`, and it waits until
+        # they are answered (their `live` bits drop; a slot taken again by a later write only
+        # makes it wait longer)
         two = off != 0
         fields = {"beat": len(beat), "off": len(off), "tag": self.tag_bits, "two": 1, "split": 1, "meets": WRITES}
         layout = data.StructLayout(fields)
-        queue = SyncFIFOBuffered(width=layout.size, depth=4)
+        queue = SyncFIFOBuffered(width=layout.size, depth=READ_QUEUE)
         m.submodules.rq = queue
+        parts = self._parts(flight, beat)
+        compared = {k: Signal(width, name=f"rd_eq_{k}") for k, width in fields.items() if k != "meets"}
+        compared_parts = Signal(len(parts), name="rd_eq_parts")
+        compared_valid = Signal(name="rd_eq_valid")
         checked = Signal(layout, name="rd_chk")
         checked_valid = Signal(name="rd_chk_valid")
-        chk_free = ~checked_valid | queue.w_rdy
         m.d.comb += [queue.w_data.eq(checked), queue.w_en.eq(checked_valid)]
-        m.d.comb += req.ready.eq(~held | chk_free)
-        with m.If(req.ready):
-            m.d.sync += [held.eq(req.valid), addr.eq(req.addr), tag.eq(req.tag)]
-        with m.If(chk_free):
-            m.d.sync += [checked_valid.eq(held), checked.beat.eq(beat), checked.off.eq(off), checked.tag.eq(tag)]
-            m.d.sync += [checked.two.eq(two), checked.split.eq(two & self._last_of_page(beat))]
-            m.d.sync += checked.meets.eq(self._meets(flight, beat, two))
+        m.d.sync += [held.eq(req.valid & req.ready), addr.eq(req.addr), tag.eq(req.tag)]
+        m.d.sync += [at_valid.eq(held), at_addr.eq(addr), at_tag.eq(tag)]
+        m.d.sync += [compared_valid.eq(at_valid), compared_parts.eq(parts), compared["tag"].eq(at_tag)]
+        m.d.sync += [compared["beat"].eq(beat), compared["off"].eq(off), compared["two"].eq(two)]
+        m.d.sync += compared["split"].eq(two & self._last_of_page(beat))
+        meets = self._meets(flight, compared_parts, compared["two"])
+        m.d.sync += [checked_valid.eq(compared_valid), checked.meets.eq(meets)]
+        m.d.sync += [getattr(checked, k).eq(v) for k, v in compared.items()]
+        # the kernel's ready is a flip-flop: the requests taken and not yet out of `queue` (in
+        # the registers or in it; one that left counts until the next cycle, `out` being a
+        # register) leave room in it for one more, counting one taken this cycle whenever
+        # ready is high
+        taken = Signal(range(READ_QUEUE + 2), name="rd_taken")
+        ready = Signal(name="rd_ready")
+        out = Signal(name="rd_out")
+        m.d.comb += req.ready.eq(ready)
+        m.d.sync += taken.eq(taken + (req.valid & ready) - out)
+        m.d.sync += ready.eq(taken + ready - out < READ_QUEUE)
         a = data.View(layout, queue.r_data)
         b = {k: Signal(width, name=f"rd_b_{k}") for k, width in fields.items()}
         b_valid = Signal(name="rd_b_valid")
@@ -276,6 +313,7 @@ class AxiMaster(wiring.Component):
         clear = Signal(name="rd_clear")
         m.d.comb += go.eq(b_valid & clear & free & pending.w_rdy)
         m.d.comb += [move.eq(queue.r_rdy & (~b_valid | go)), queue.r_en.eq(move)]
+        m.d.sync += out.eq(move)
         stays, comes = ((x & flight["live"]) == 0 for x in (b["meets"], a.meets))
         m.d.sync += clear.eq(Mux(move, comes, stays))
         m.d.comb += [pending.w_en.eq(go), pending.w_data.eq(Cat(b["tag"], b["off"], b["two"]))]
@@ -342,15 +380,19 @@ class AxiMaster(wiring.Component):
         free = self._address(m, "aw", head.beat, head.two, head.split, issue)
         m.d.comb += [issue.eq(addresses.r_rdy & free), addresses.r_en.eq(issue)]
         tail = flight["tail"]
-        # the write enters the ring a cycle after it is taken (see _writes_in_flight)
+        # the write enters the ring two cycles after it is taken (see _writes_in_flight): its
+        # fields in `wr_p_*` registers, then its bus beats in `wr_q_*` ones
+        p_slot = Signal(WRITES, name="wr_p_slot")
         p_beat, p_two, p_split = Signal.like(beat, name="wr_p_beat"), Signal(name="wr_p_two"), Signal(name="wr_p_split")
-        m.d.sync += [flight["entering"].eq((take << tail)[:WRITES]), p_beat.eq(beat), p_two.eq(two), p_split.eq(split)]
-        p_hi, p_before = Signal.like(beat, name="wr_p_hi"), Signal.like(beat, name="wr_p_before")
-        m.d.comb += [p_hi.eq(p_beat + p_two), p_before.eq(p_beat - 1)]
+        m.d.sync += [p_slot.eq((take << tail)[:WRITES]), p_beat.eq(beat), p_two.eq(two), p_split.eq(split)]
+        q = {k: Signal.like(beat, name=f"wr_q_{k}") for k in ("lo", "hi", "before")}
+        q_split = Signal(name="wr_q_split")
+        m.d.sync += [flight["entering"].eq(p_slot), q["lo"].eq(p_beat), q_split.eq(p_split)]
+        m.d.sync += [q["hi"].eq(p_beat + p_two), q["before"].eq(p_beat - 1)]
         for k in range(WRITES):
             with m.If(flight["entering"][k]):
-                m.d.sync += [flight["lo"][k].eq(p_beat), flight["hi"][k].eq(p_hi), flight["before"][k].eq(p_before)]
-                m.d.sync += flight["split"][k].eq(p_split)
+                m.d.sync += [flight[f][k].eq(q[f]) for f in q]
+                m.d.sync += flight["split"][k].eq(q_split)
         with m.If(take):
             m.d.sync += tail.eq(tail + 1)
 
@@ -375,10 +417,27 @@ class AxiMaster(wiring.Component):
                             wdata.eq(shifted[bits : bits + self.data_bits]),
                             wmask.eq(smask[W - k : 2 * W - k]),
                         ]
+        # the W channel comes from a register, and a second one beside it (a skid buffer): a
+        # beat leaves the queue whenever the second is empty, so the queue's read does not wait
+        # for `wready` (an AXI input); the first loads the second's beat, or the next one,
+        # whenever it is empty or its beat is taken, else the next one waits in the second
         nbytes = self.word_bits // 8
-        m.d.comb += [axi.wdata.eq(wdata), axi.wstrb.eq(Cat(b.replicate(nbytes) for b in wmask))]
-        m.d.comb += [axi.wvalid.eq(queue.r_rdy), axi.wlast.eq(~out.two | second | out.split)]
-        with m.If(axi.wvalid & axi.wready):
+        fields = {"data": self.data_bits, "strb": self.data_bits // 8, "last": 1}
+        beat = {"data": wdata, "strb": Cat(b.replicate(nbytes) for b in wmask), "last": ~out.two | second | out.split}
+        skid = {k: Signal(width, name=f"w_skid_{k}") for k, width in fields.items()}
+        skid_valid = Signal(name="w_skid_valid")
+        step = Signal(name="w_step")  # a beat leaves the queue this cycle
+        m.d.comb += step.eq(queue.r_rdy & ~skid_valid)
+        with m.If(~axi.wvalid | axi.wready):
+            with m.If(skid_valid):
+                m.d.sync += [axi.wvalid.eq(1), skid_valid.eq(0)]
+                m.d.sync += [getattr(axi, f"w{k}").eq(skid[k]) for k in fields]
+            with m.Else():
+                m.d.sync += axi.wvalid.eq(step)
+                m.d.sync += [getattr(axi, f"w{k}").eq(beat[k]) for k in fields]
+        with m.Elif(step):
+            m.d.sync += [skid_valid.eq(1), *(skid[k].eq(beat[k]) for k in fields)]
+        with m.If(step):
             with m.If(~out.two | second):
                 m.d.comb += queue.r_en.eq(1)
                 m.d.sync += second.eq(0)
