@@ -470,6 +470,21 @@ def children(node: Node) -> tuple:
     return out
 
 
+def holds(node: Node, test: Callable[[Node], bool]) -> bool:
+    """Whether `test` is true of `node` or of a node below it. Kept on each node per `test`
+    (pass the same function object each time: a module-level one): nodes are immutable, and
+    the lowering asks of the same trees under every schedule."""
+    cache = node.__dict__.get("_holds")
+    if cache is None:
+        cache = {}
+        object.__setattr__(node, "_holds", cache)
+    found = cache.get(test)
+    if found is None:
+        found = test(node) or any(holds(c, test) for c in children(node))
+        cache[test] = found
+    return found
+
+
 def rebuild(node: Node, fn: Callable[[Node], Node]) -> Node:
     """A copy of `node` with `fn` applied to each direct sub-node (same object if unchanged)."""
     changes = {}
@@ -526,22 +541,26 @@ def subst_indices(expr: Node, mapping: dict) -> Node:
     if not mapping:
         return expr
 
-    memo: dict = {}
+    return _subst(expr, dict(mapping), frozenset(mapping), {})
 
-    def go(n: Node, sub: dict) -> Node:
-        found = memo.get(n)
-        if found is not None:
-            return found
-        if isinstance(n, Index):
-            out = sub.get(n.name, n)
-        elif isinstance(n, (Reduce, Map, MultiFold, Collect)):
-            out = _subst_binder(n, sub)
-        else:
-            out = rebuild(n, lambda c: go(c, sub))
-        memo[n] = out
-        return out
 
-    return go(expr, dict(mapping))
+def _subst(n: Node, sub: dict, names: frozenset, memo: dict) -> Node:
+    """subst_indices of `n` (names: sub's keys; memo: the nodes done). A module-level
+    function, not a closure: a recursive closure is a reference cycle, which keeps what it
+    made alive until the cycle collector runs (the lowering calls this thousands of times)."""
+    found = memo.get(n)
+    if found is not None:
+        return found
+    if names.isdisjoint(free_indices(n)):  # nothing to replace below (kept whole)
+        out = n
+    elif isinstance(n, Index):
+        out = sub.get(n.name, n)
+    elif isinstance(n, (Reduce, Map, MultiFold, Collect)):
+        out = _subst_binder(n, sub)
+    else:
+        out = rebuild(n, lambda c: _subst(c, sub, names, memo))
+    memo[n] = out
+    return out
 
 
 def _binder_dims(n: Node) -> tuple:
@@ -695,28 +714,26 @@ def subst_params(expr: Node, mapping: dict) -> Node:
 def free_indices(expr: Node) -> frozenset:
     """Names of index variables used in `expr` and not bound by a Reduce or Map inside it
     (kept on each node: nodes are immutable, and the lowering asks again and again)."""
-
-    def go(n: Node) -> frozenset:
-        found = n.__dict__.get("_free")
-        if found is not None:
-            return found
-        if isinstance(n, Index):
-            out = frozenset([n.name])
-        elif isinstance(n, (Reduce, Map)):
-            out = go(n.body) - {d.name for d in n.dims}
-        elif isinstance(n, MultiFold):
-            inner = frozenset().union(go(n.value), *[go(i) for i in n.idx])
-            out = go(n.init) | (inner - {d.name for d in n.dims + n.sdims})
-        elif isinstance(n, Collect):
-            parts = [n.key] if n.key is not None else []
-            inner = frozenset().union(*[go(e) for e in parts + list(n.values) + list(n.conds)])
-            out = inner - {d.name for d in n.dims}
-        else:
-            out = frozenset().union(*[go(c) for c in children(n)]) if children(n) else frozenset()
-        object.__setattr__(n, "_free", out)
-        return out
-
-    return go(expr)
+    n = expr
+    found = n.__dict__.get("_free")
+    if found is not None:
+        return found
+    go = free_indices
+    if isinstance(n, Index):
+        out = frozenset([n.name])
+    elif isinstance(n, (Reduce, Map)):
+        out = go(n.body) - {d.name for d in n.dims}
+    elif isinstance(n, MultiFold):
+        inner = frozenset().union(go(n.value), *[go(i) for i in n.idx])
+        out = go(n.init) | (inner - {d.name for d in n.dims + n.sdims})
+    elif isinstance(n, Collect):
+        parts = [n.key] if n.key is not None else []
+        inner = frozenset().union(*[go(e) for e in parts + list(n.values) + list(n.conds)])
+        out = inner - {d.name for d in n.dims}
+    else:
+        out = frozenset().union(*[go(c) for c in children(n)]) if children(n) else frozenset()
+    object.__setattr__(n, "_free", out)
+    return out
 
 
 def is_compare(op: str) -> bool:

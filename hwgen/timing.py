@@ -397,6 +397,7 @@ def schedule(exprs, reads, spread=None, spread_index=None, far=None) -> Timing:
 
     for e in exprs:
         visit(e)
+    visit = None  # noqa: F841  (a recursive closure is a reference cycle: free what it holds now)
     return timing
 
 

@@ -109,19 +109,25 @@ def _reach_banks(idx, lanes, par: dict, plan) -> list | None:
 
 def par_deps(par: dict):
     """deps(node): the par counters (names in `par`) that `node`'s value depends on."""
-    memo = {}
+    return _ParDeps(frozenset(par))
 
-    def deps(node):
-        found = memo.get(node)
+
+class _ParDeps:
+    """par_deps' function (an object, not a recursive closure: see ir._subst)."""
+
+    def __init__(self, names: frozenset):
+        self.names, self.memo = names, {}
+
+    def __call__(self, node) -> frozenset:
+        found = self.memo.get(node)
         if found is None:
             if isinstance(node, ir.Index):
-                found = frozenset([node.name]) & frozenset(par)
+                found = frozenset([node.name]) & self.names
             else:
-                found = frozenset().union(*[deps(c) for c in ir.children(node)]) if ir.children(node) else frozenset()
-            memo[node] = found
+                kids = ir.children(node)
+                found = frozenset().union(*[self(c) for c in kids]) if kids else frozenset()
+            self.memo[node] = found
         return found
-
-    return deps
 
 
 def broadcast(par: dict, fanout: int = tm.FANOUT):

@@ -17,6 +17,13 @@ from ..loops import Load, Mem, Pipe, Write
 from .fuse import fuse
 
 
+def _extracted(e: ir.Node) -> bool:
+    """Whether `Reductions.extract` replaces node `e` (not only its sub-nodes)."""
+    return isinstance(e, (ir.Reduce, ir.Count)) or (
+        isinstance(e, ir.Read) and isinstance(e.src, (ir.MultiFold, ir.Map, ir.Part))
+    )
+
+
 class Reductions:
     """Mixed into the lowering: needs the Tiles methods, `top`, `hoisted`, `inputs`, `new_mem`,
     `loop`, `local_index` and `collect_part`."""
@@ -25,30 +32,35 @@ class Reductions:
         """`expr` with each outermost Reduce replaced by a read of its accumulator; the loops
         computing them are appended to `stages` (or hoisted to the top when closed). `memo`
         shares the lowered reductions between calls (expressions of one loop body)."""
-        memo = {} if memo is None else memo
+        return self._extract(expr, ctx_local, stages, {} if memo is None else memo)
 
-        def go(e):
-            found = memo.get(e)
-            if found is not None:
-                return found
-            if isinstance(e, ir.Reduce):
-                out = self.lower_reduce(e, ctx_local, stages)
-            elif isinstance(e, ir.Read) and isinstance(e.src, ir.MultiFold):
-                acc = self.fold(e.src)  # computed once, before everything that reads it
-                out = ir.MemRead(acc, tuple(go(i) for i in e.idx), e.text)
-            elif isinstance(e, ir.Read) and isinstance(e.src, ir.Map):  # kept by passes/fuse.py
-                out = ir.MemRead(self.materialize(e.src), tuple(go(i) for i in e.idx), e.text)
-            elif isinstance(e, ir.Read) and isinstance(e.src, ir.Part):
-                mem, _ = self.collect_part(e.src)
-                out = ir.MemRead(mem, tuple(go(i) for i in e.idx), e.text)
-            elif isinstance(e, ir.Count):
-                out = ir.MemRead(self.collect_part(ir.Part(e.collect, "values"))[1], ())
-            else:
-                out = ir.rebuild(e, go)
-            memo[e] = out
-            return out
+    def _extract(self, e: ir.Expr, ctx_local: list, stages: list, memo: dict) -> ir.Expr:
+        """extract, node by node (a method, not a recursive closure: see ir._subst)."""
+        found = memo.get(e)
+        if found is not None:
+            return found
 
-        return go(expr)
+        def go(c):
+            return self._extract(c, ctx_local, stages, memo)
+
+        if not ir.holds(e, _extracted):  # nothing below to replace: kept whole
+            out = e
+        elif isinstance(e, ir.Reduce):
+            out = self.lower_reduce(e, ctx_local, stages)
+        elif isinstance(e, ir.Read) and isinstance(e.src, ir.MultiFold):
+            acc = self.fold(e.src)  # computed once, before everything that reads it
+            out = ir.MemRead(acc, tuple(go(i) for i in e.idx), e.text)
+        elif isinstance(e, ir.Read) and isinstance(e.src, ir.Map):  # kept by passes/fuse.py
+            out = ir.MemRead(self.materialize(e.src), tuple(go(i) for i in e.idx), e.text)
+        elif isinstance(e, ir.Read) and isinstance(e.src, ir.Part):
+            mem, _ = self.collect_part(e.src)
+            out = ir.MemRead(mem, tuple(go(i) for i in e.idx), e.text)
+        elif isinstance(e, ir.Count):
+            out = ir.MemRead(self.collect_part(ir.Part(e.collect, "values"))[1], ())
+        else:
+            out = ir.rebuild(e, go)
+        memo[e] = out
+        return out
 
     FOLD_LIMIT = 1 << 16
 
