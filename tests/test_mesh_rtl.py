@@ -375,6 +375,32 @@ def test_scatter_and_gather_over_two_axes_keep_jax_block_order():
     check(sim, b ^ 5)
 
 
+@pytest.mark.parametrize("axes", [("x", "y"), ("y", "x")])
+def test_scatter_and_gather_over_two_axes_run_both_orders_at_once_with_wide_beats(axes):
+    """With DRAM beats of 8 words, a reduce-scatter or all-gather over both axes of a torus
+    runs half of every final block in each dimension order at once (its operand or result
+    spread: collective.spread_addr): the same blocks where JAX puts them, in fewer cycles."""
+    wide8 = DramConfig(words_per_cycle=8)
+    a = wide(128 * 4)
+    with np.errstate(over="ignore"):
+        total = (a ^ 5).reshape(4, 128).sum(0, dtype=np.int32)
+    scatter = torus_kernel("psum_scatter", (2, 2), axes, 128, 3, out=hw.P(axes))
+    sim = scatter.verify(a, dram=wide8)
+    check(sim, total)  # PE (x, y) holds block 2x + y, or 2y + x over (y, x)
+    orders = [ph.get("axes") for ph in sim.design.report["collective"]["phases"]]
+    assert orders == [list(axes), list(axes[::-1])]
+    one_order = scatter.elaborate().report["predicted_cycles"]  # beats of 4 words: one axis at a time
+    assert sim.cycles < one_order
+    b = wide(32 * 4)
+    gather = torus_kernel("all_gather", (2, 2), axes, 32, 3)
+    sim = gather.verify(b, dram=DramConfig(words_per_cycle=8, latency=27, jitter=5), seed=3)
+    blocks = (b ^ 5).reshape(2, 2, 32)  # PE (x, y)'s block; gathered in the order of `axes`
+    ordered = blocks if axes == ("x", "y") else blocks.transpose(1, 0, 2)
+    np.testing.assert_array_equal(sim.outputs, ordered.reshape(-1))
+    orders = [ph.get("axes") for ph in sim.design.report["collective"]["phases"]]
+    assert orders == [list(axes[::-1]), list(axes)]
+
+
 @pytest.mark.parametrize(
     "p, m, latency, shift, partial",
     [(4, 64, 8, 1, False), (4, 64, 3, 2, False), (8, 32, 1, 7, True)],

@@ -170,6 +170,24 @@ def test_the_mesh_top_wires_each_hop_through_its_two_links():
     assert "x_prev_tx" not in v and "x_next_rx" not in v  # one way round
 
 
+def test_scatter_and_gather_over_both_axes_of_a_3x3_mesh_run_both_orders_on_zigzag_rings():
+    """Spread arrays (collective.spread_addr) on zigzag rings (0, 2, 1): a group's chunk at ring
+    position c holds the blocks of coordinate order[c]."""
+    wide8 = DramConfig(words_per_cycle=8)
+    a = wide(288 * 9)
+    with np.errstate(over="ignore"):
+        total = (a - 9).reshape(9, 288).sum(0, dtype=np.int32)
+    sim = grid_kernel("psum_scatter", (3, 3), 288, 2).verify(a, dram=wide8)
+    np.testing.assert_array_equal(sim.outputs, total)
+    assert sim.predicted_cycles == sim.cycles
+    assert [ph.get("axes") for ph in sim.design.report["collective"]["phases"]] == [["x", "y"], ["y", "x"]]
+    b = wide(32 * 9)
+    sim = grid_kernel("all_gather", (3, 3), 32, 2).verify(b, dram=wide8)
+    np.testing.assert_array_equal(sim.outputs, (b - 9).reshape(9, 32))
+    assert sim.predicted_cycles == sim.cycles
+    assert [ph.get("axes") for ph in sim.design.report["collective"]["phases"]] == [["y", "x"], ["x", "y"]]
+
+
 def test_hardware_on_a_mesh_equals_jax():
     jax = pytest.importorskip("jax")
     from jax.sharding import Mesh as JaxMesh

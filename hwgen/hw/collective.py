@@ -142,6 +142,7 @@ class RingPlan:
     axes: tuple = ()  # a unit of several groups: each group's axis (axes[0] == axis)
     order: tuple = ()  # the ring's coordinates in ring order (a zigzag ring), () for 0 .. p - 1
     lanes: int = 1  # words per link beat (the link's words_per_cycle): words moved per cycle
+    spread: tuple = ()  # per group, (chunk stride, piece stride) of the array of every block (spread_addr)
 
     @property
     def groups(self) -> int:
@@ -235,6 +236,28 @@ class RingPlan:
         if self.streams(words):
             return self.engines * self.slice // words
         return self.n // words // (1 if self.stores_all else self.p)
+
+
+def spread_piece(plan: RingPlan) -> int:
+    """Words of a piece of a spread array (see spread_addr): a block of the final p x p has G."""
+    return plan.n // (plan.p * plan.p * plan.groups)
+
+
+def spread_addr(plan: RingPlan, g: int, c: int, o: int) -> int:
+    """Where a spread plan keeps word o of group g's chunk c in its array of every block (a
+    two-axis reduce-scatter's operand, or all-gather's result, run in both dimension orders at
+    once). That array is the collective's whole vector in p x p final blocks of F words (PE
+    (a, b) of the two axes ends with, or starts from, block a * p + b), each final block cut
+    into G pieces of P = F / G words, group g working on the g-th of each. Group g's chunk c
+    is p of its pieces, piece t of the chunk in final block x * cs + t * ps ((cs, ps) =
+    spread[g]: (p, 1) when the group's ring runs along the first axis, (1, p) along the
+    second; x the coordinate at ring position c: order[c] on a zigzag ring, else c), so word
+    o of the chunk is word o mod P of piece o // P. RingCollective computes the same in
+    hardware (_Turns.dram_addr); tests check it against this."""
+    P = spread_piece(plan)
+    cs, ps = plan.spread[g]
+    x = plan.order[c] if plan.order else c
+    return (x * cs + (o // P) * ps) * P * plan.groups + g * P + o % P
 
 
 def ring_links(plan: RingPlan) -> list:
@@ -795,7 +818,7 @@ class _Turns:
         plan = unit.plan
         self.unit, self.engines, self.load = unit, engines, load
         self.every = plan.loads_all if load else plan.stores_all  # the DRAM array has every block
-        self.walks = [_Walk(unit, e, f"{name}{e.h}", plan.p if self.every else 1) for e in engines]
+        self.walks = [_Walk(unit, e, f"{name}{e.h}", plan.p if self.every else 1, self.every) for e in engines]
         self.turn = Signal(range(max(2, len(engines))), name=f"{name}_turn")
 
     def turn_is(self, h: int):
@@ -834,15 +857,23 @@ class _Turns:
         part (at g * dirs * C * p when the array has every block, else at g * dirs * C),
         chunk c's half of engine h (the group's engine j) at b * dirs * C + j * C when the
         array has every block, b = c (on a zigzag ring b = order[c]: chunk c is the block of
-        the PE at ring position c), else at j * C."""
+        the PE at ring position c), else at j * C; in a spread array of every block, word
+        j * C + inner of the group's chunk c as spread_addr says (pieces of a power of two
+        words: a shift and a mask)."""
         plan = self.unit.plan
         out = None
         for h, walk in enumerate(self.walks):
             g, j = divmod(h, plan.dirs)
-            part = plan.dirs * plan.chunk * (plan.p if self.every else 1)
-            a = walk.inner + (g * part + j * plan.chunk)
-            if self.every:
-                a = a + (walk.dbase * plan.dirs if plan.dirs > 1 else walk.dbase)
+            if walk.spread:
+                P = spread_piece(plan)
+                lg = P.bit_length() - 1
+                o = walk.inner + j * plan.chunk
+                a = walk.dbase + (o >> lg) * (walk.spread[1] * P * plan.groups) + (g * P) + o[:lg]
+            else:
+                part = plan.dirs * plan.chunk * (plan.p if self.every else 1)
+                a = walk.inner + (g * part + j * plan.chunk)
+                if self.every:
+                    a = a + (walk.dbase * plan.dirs if plan.dirs > 1 else walk.dbase)
             out = a if out is None else Mux(self.turn == h, a, out)
         return out
 
@@ -853,7 +884,7 @@ class _Walk:
     `per_round` items of a round chunk after chunk from the first (engine.next_chunk), then
     the next round."""
 
-    def __init__(self, unit: RingCollective, engine: _Engine, name: str, per_round: int):
+    def __init__(self, unit: RingCollective, engine: _Engine, name: str, per_round: int, spread: bool):
         plan, W = unit.plan, unit.words
         self.engine, self.W, self.S = engine, W, plan.slice
         self.by_chunk = plan.by_chunk(W)
@@ -870,16 +901,26 @@ class _Walk:
         self.cbase = Signal(range(ne + 1), name=f"{name}_cbase")  # chunk * C
         self.inner = Signal(range(ne + W), name=f"{name}_inner")  # round * S + b * W
         self.rbase = Signal(range(ne + 1), name=f"{name}_rbase")  # round * S
-        # the chunk's block in DRAM: block order[chunk] on a zigzag ring, registered with cbase
-        self.order, self.C = plan.order, plan.chunk
-        self.dbase = Signal(range(ne + 1), name=f"{name}_dbase") if plan.order else self.cbase
+        # the chunk's block in DRAM, registered with cbase: block order[chunk] on a zigzag
+        # ring; in a spread array, its first piece's final block times F (spread_addr)
+        self.C = plan.chunk
+        self.spread = plan.spread[engine.h // plan.dirs] if plan.spread and spread else None
+        if self.spread:
+            F = spread_piece(plan) * plan.groups
+            self.bases = [(plan.order[c] if plan.order else c) * self.spread[0] * F for c in range(plan.p)]
+            self.dbase = Signal(range(plan.n + 1), name=f"{name}_dbase")
+        elif plan.order:
+            self.bases = [b * self.C for b in plan.order]
+            self.dbase = Signal(range(ne + 1), name=f"{name}_dbase")
+        else:
+            self.bases, self.dbase = None, self.cbase
 
     def _chunk(self, m, cbase) -> None:
         m.d.sync += self.cbase.eq(cbase)
-        if self.order:
+        if self.bases:
             block = Const(0, 1)
-            for c, b in enumerate(self.order):
-                block = Mux(cbase == c * self.C, b * self.C, block)
+            for c, b in enumerate(self.bases):
+                block = Mux(cbase == c * self.C, b, block)
             m.d.sync += self.dbase.eq(block)
 
     def reset(self, m, first) -> None:

@@ -463,9 +463,11 @@ def _collective(coll, mesh, link, dram, arrays: tuple, refuse, what: str, name: 
             f"multiple of {q * dram.words_per_cycle} words, or give a DramConfig of narrower beats",
             coll.loc,
         )
-    if kind == "all_reduce" and len(axes) > 1 and len({mesh.shape[a] for a in axes}) == 1:
+    orders_at_once = kind == "all_reduce" or kind in ("reduce_scatter", "all_gather") and len(axes) == 2
+    if orders_at_once and len(axes) > 1 and len({mesh.shape[a] for a in axes}) == 1:
         # every dimension order at once, each on its part of the vector: faster when the DRAM
-        # beat feeds all the engines (model.phase_cycles decides)
+        # beat feeds all the engines (model.phase_cycles decides); a reduce-scatter's operand
+        # and an all-gather's result are then spread (collective.spread_addr)
         orders = [axes[g:] + axes[:g] for g in range(len(axes))]
         both = _ring_phases(kind, op, orders, m, mesh, link, dtype, names, dram)
         if isinstance(both, list) and _cycles(both, dram) < _cycles(rings, dram):
@@ -491,6 +493,12 @@ def _ring_phases(kind: str, op: str, orders: list, m: int, mesh, link, dtype, na
         dst = result if last else _fresh(f"phase{k}", set(params) | {result, partial})
         params.add(dst)  # the next collective's phases name theirs apart
         group_axes = tuple(s[k][1] for s in steps) if len(orders) > 1 else ()
+        spread = ()
+        if group_axes and (kind, k) in (("reduce_scatter", 0), ("all_gather", len(steps[0]) - 1)):
+            spread = tuple((q, 1) if a == orders[0][0] else (1, q) for a in group_axes)
+            piece = whole // (q * q * len(orders))
+            if piece * q * q * len(orders) != whole or piece & (piece - 1) or piece % dram.words_per_cycle:
+                return step, a, whole, q
         ring = None
         if whole % (q * len(orders)) == 0:
             latency, order, one_way = mesh.hop_latency(a, link.latency), _order(mesh, a), mesh.one_way(a)
@@ -501,6 +509,7 @@ def _ring_phases(kind: str, op: str, orders: list, m: int, mesh, link, dtype, na
                 one_way=one_way,
                 lanes=link.words_per_cycle,
             )
+            ring = ring and replace(ring, spread=spread)
         if ring is None:
             return step, a, whole, q
         rings.append(ring)
