@@ -188,6 +188,18 @@ def test_scatter_and_gather_over_both_axes_of_a_3x3_mesh_run_both_orders_on_zigz
     assert [ph.get("axes") for ph in sim.design.report["collective"]["phases"]] == [["y", "x"], ["x", "y"]]
 
 
+def test_scatter_over_both_axes_of_a_4x4_mesh_numbers_chunks_by_coordinate():
+    """The zigzag (0, 2, 3, 1) is not its own inverse: a chunk at ring position c must hold the
+    blocks of coordinate order[c], not of the position of coordinate c."""
+    a = wide(128 * 16)
+    with np.errstate(over="ignore"):
+        total = (a - 9).reshape(16, 128).sum(0, dtype=np.int32)
+    sim = grid_kernel("psum_scatter", (4, 4), 128, 2).verify(a)
+    np.testing.assert_array_equal(sim.outputs, total)
+    assert sim.predicted_cycles == sim.cycles
+    assert [ph.get("axes") for ph in sim.design.report["collective"]["phases"]] == [["x", "y"], ["y", "x"]]
+
+
 def test_hardware_on_a_mesh_equals_jax():
     jax = pytest.importorskip("jax")
     from jax.sharding import Mesh as JaxMesh

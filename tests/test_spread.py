@@ -3,9 +3,13 @@ axes of a square torus, run in both dimension orders at once, reads its operand 
 result) with each group's chunks made of pieces of the final blocks. The map covers the array
 once, and each PE's final block is made of one piece of each group."""
 
+from dataclasses import replace
+
+import pytest
+
 import hwgen as hw
 from hwgen.dram import DramConfig
-from hwgen.hw.collective import spread_addr, spread_piece
+from hwgen.hw.collective import RingCollective, spread_addr, spread_piece
 from hwgen.lang.dtypes import int32
 from hwgen.mesh.hardware import _ring_phases
 
@@ -42,3 +46,11 @@ def test_an_all_gather_spreads_its_last_phase_and_odd_pieces_fall_back():
     assert rings[-1].axes == ("x", "y")
     fallback = _phases("reduce_scatter", 4, 16 * 3 * 16)  # pieces of 24 words: not a power of two
     assert isinstance(fallback, tuple)
+
+
+def test_a_unit_refuses_a_spread_it_cannot_address():
+    first = _phases("reduce_scatter", 4, 64 * 16)[0]
+    RingCollective(first, 8, 8 * 32, 20)  # the planner's own plan builds
+    for bad in (replace(first, spread=((4, 1),)), replace(first, kind="all_reduce")):
+        with pytest.raises(ValueError, match="spread array"):
+            RingCollective(bad, 8, 8 * 32, 20)

@@ -27,7 +27,7 @@ whole). It then waits in a register until the AR register is free or taken, the 
 bursts has room and no write blocks it (that check is registered too), and appears on AR the
 cycle after: about eight cycles after it was taken, one a cycle. The joined response goes to
 the kernel in the cycle the last R beat of its burst arrives. A write's address and data go to AW and W from their
-queues, about two and three cycles after it was taken. Every AXI output is a flip-flop or
+queues, about three cycles after it was taken. Every AXI output is a flip-flop or
 a constant but `rready` (which follows `rvalid`).
 """
 
@@ -280,8 +280,11 @@ class AxiMaster(wiring.Component):
         compared_valid = Signal(name="rd_eq_valid")
         checked = Signal(layout, name="rd_chk")
         checked_valid = Signal(name="rd_chk_valid")
+        # the queue always has room for `rd_chk` (the count below), so it takes it unasked
         m.d.comb += [queue.w_data.eq(checked), queue.w_en.eq(checked_valid)]
         m.d.sync += [held.eq(req.valid & req.ready), addr.eq(req.addr), tag.eq(req.tag)]
+        # no margin: a write taken the cycle before this read enters the ring in the cycle
+        # `rd_at` holds the read (a register more on either side breaks the contract)
         m.d.sync += [at_valid.eq(held), at_addr.eq(addr), at_tag.eq(tag)]
         m.d.sync += [compared_valid.eq(at_valid), compared_parts.eq(parts), compared["tag"].eq(at_tag)]
         m.d.sync += [compared["beat"].eq(beat), compared["off"].eq(off), compared["two"].eq(two)]
@@ -381,7 +384,8 @@ class AxiMaster(wiring.Component):
         m.d.comb += [issue.eq(addresses.r_rdy & free), addresses.r_en.eq(issue)]
         tail = flight["tail"]
         # the write enters the ring two cycles after it is taken (see _writes_in_flight): its
-        # fields in `wr_p_*` registers, then its bus beats in `wr_q_*` ones
+        # fields in `wr_p_*` registers, then its bus beats in `wr_q_*` ones; no later, or a
+        # read taken the cycle after it would not see it (see _reads)
         p_slot = Signal(WRITES, name="wr_p_slot")
         p_beat, p_two, p_split = Signal.like(beat, name="wr_p_beat"), Signal(name="wr_p_two"), Signal(name="wr_p_split")
         m.d.sync += [p_slot.eq((take << tail)[:WRITES]), p_beat.eq(beat), p_two.eq(two), p_split.eq(split)]

@@ -17,7 +17,9 @@ second half the other way (engine 1: to the previous PE, from the next one), eac
 links. A unit of G > 1 *groups* (`RingPlan.axes`, one axis each, all of p PEs) runs G such
 rings at once, group g on axis g's links and on the g-th of G equal parts of the operand and
 result arrays (each laid out as above), its engines g * dirs .. g * dirs + dirs - 1, its
-coordinate `pe_x` (g = 0) or `pe_x<g>`: the torus all-reduce's dimension orders at once.
+coordinate `pe_x` (g = 0) or `pe_x<g>`: the torus all-reduce's dimension orders at once. A
+two-axis reduce-scatter's operand or all-gather's result is instead *spread* (`spread`): its
+groups' parts are the g-th pieces of every final block (see spread_addr).
 An engine's chunk c is its half of block c (C words); a slice is S words of a chunk; round j
 works on the slices j*S .. j*S + S - 1 of every chunk. Chunk arithmetic is mod p and goes down
 for engine 0 (chunk(k) = x - k) and up for engine 1 (chunk(k) = x + k).
@@ -253,7 +255,8 @@ def spread_addr(plan: RingPlan, g: int, c: int, o: int) -> int:
     spread[g]: (p, 1) when the group's ring runs along the first axis, (1, p) along the
     second; x the coordinate at ring position c: order[c] on a zigzag ring, else c), so word
     o of the chunk is word o mod P of piece o // P. RingCollective computes the same in
-    hardware (_Turns.dram_addr); tests check it against this."""
+    hardware (_Turns.dram_addr): tests/test_spread.py checks this map, the mesh tests the
+    hardware's results."""
     P = spread_piece(plan)
     cs, ps = plan.spread[g]
     x = plan.order[c] if plan.order else c
@@ -342,6 +345,19 @@ class RingCollective(wiring.Component):
             raise ValueError("a zigzag ring runs one way round, in an order of the coordinates 0 .. p - 1")
         if plan.chunk % S:
             raise ValueError(f"slice {S} does not divide chunk {plan.chunk}")
+        if plan.spread:
+            P = spread_piece(plan)
+            if (
+                plan.kind not in ("reduce_scatter", "all_gather")
+                or len(plan.spread) != plan.groups
+                or P * p * p * plan.groups != n
+                or P & (P - 1)
+                or P % words
+            ):
+                raise ValueError(
+                    "a spread array is a two-axis reduce-scatter's operand or all-gather's result, one "
+                    "stride pair per group, in pieces of a power of two words and whole DRAM beats"
+                )
         if words & (words - 1) or plan.half % words:
             raise ValueError(f"DRAM beats of {words} words must be a power of two dividing {plan.half}")
         if (
