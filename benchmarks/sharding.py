@@ -15,7 +15,9 @@ when smaller; 16 lanes) under three placements:
   hwgen can build it as collective matmul (ppermutes overlapped with partial matmuls) when the
   cycle model finds that faster, and the plain gather for comparison.
 
-Parallel efficiency is the one-PE kernel's cycles (the same `a @ b`, no mesh) over PEs x
+The 4x4 contracted and gathered placements run also with DRAM beats of 8 words, where their
+collectives over both axes run in both dimension orders at once. Parallel efficiency is the
+one-PE kernel's cycles (the same `a @ b`, no mesh, the same DRAM beat) over PEs x
 cycles. The link bound is the report's: the fewest cycles the collectives' words need on
 the links. Collective matmul against all-gather-then-matmul at other shapes is
 benchmarks/collective_matmul.py's.
@@ -30,6 +32,7 @@ from common import ROOT, load_app
 
 import hwgen as hw
 from hwgen import int32
+from hwgen.dram import DramConfig
 
 DOCS = ROOT / "docs"
 N = 256
@@ -77,8 +80,8 @@ def _ring(placement, x):
     }[placement]
 
 
-def run(kernel, a, b, want):
-    sim = kernel.simulate(a, b)
+def run(kernel, a, b, want, words=4):
+    sim = kernel.simulate(a, b, dram=DramConfig(words_per_cycle=words))
     np.testing.assert_array_equal(sim.outputs, want)
     assert sim.cycles == sim.predicted_cycles, (sim.cycles, sim.predicted_cycles)
     return sim
@@ -91,38 +94,48 @@ def main() -> int:
     b = rng.integers(-1000, 1000, (N, N)).astype(np.int32)
     want = (a.astype(np.int64) @ b.astype(np.int64)).astype(np.int32)
     header = [
-        "| PEs | mesh | placement | collectives | cycles | predicted | link bound | parallel efficiency | build s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| PEs | mesh | placement | DRAM beat | collectives | cycles | predicted | link bound | parallel efficiency "
+        "| build s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     print("\n".join(header), flush=True)
     started = time.perf_counter()
     rows, points = [], []
-    one = run(gemm(), a, b, want)
-    rows.append(f"| 1 | - | - | - | {one.cycles} | {one.predicted_cycles} | 0 | 100.0 % | {one.build_seconds:.0f} |")
-    print(rows[-1], flush=True)
-    cases = [((4,), "ring", p, "auto") for p in PLACEMENTS if p != "gathered over x"]
-    cases += [((4,), "ring", "gathered", False)]
+    ones = {}
+    for words in (4, 8):
+        one = ones[words] = run(gemm(), a, b, want, words)
+        rows.append(
+            f"| 1 | - | - | {words} | - | {one.cycles} | {one.predicted_cycles} | 0 | 100.0 % "
+            f"| {one.build_seconds:.0f} |"
+        )
+        print(rows[-1], flush=True)
+    cases = [((4,), "ring", p, "auto", 4) for p in PLACEMENTS if p != "gathered over x"]
+    cases += [((4,), "ring", "gathered", False, 4)]
     for shape in ((2, 2), (4, 4)):
-        cases += [(shape, "torus", p, "auto") for p in PLACEMENTS] + [(shape, "torus", "gathered over x", False)]
+        cases += [(shape, "torus", p, "auto", 4) for p in PLACEMENTS]
+        cases += [(shape, "torus", "gathered over x", False, 4)]
+    cases += [((4, 4), "torus", p, "auto", 8) for p in ("contracted", "gathered")]
     if big:
-        cases += [((8, 8), "torus", p, "auto") for p in ("rows x columns", "contracted")]
-    for shape, topology, placement, mode in cases:
+        cases += [((8, 8), "torus", p, "auto", 4) for p in ("rows x columns", "contracted")]
+    for shape, topology, placement, mode, words in cases:
         names = ("x", "y")[: len(shape)]
         mesh = hw.Mesh(shape, names, topology=topology)
-        sim = run(gemm(mesh, placement, mode), a, b, want)
+        sim = run(gemm(mesh, placement, mode), a, b, want, words)
         report = sim.design.report
         kinds = [c["kind"] for c in report["collectives"]]
         what = placement + (" (collective matmul)" if "permute" in kinds else "")
         what += " (collective matmul off)" if mode is False else ""
         shown = ", ".join(f"{k} x{kinds.count(k)}" if kinds.count(k) > 1 else k for k in dict.fromkeys(kinds))
-        eff = one.cycles / (mesh.size * sim.cycles)
+        eff = ones[words].cycles / (mesh.size * sim.cycles)
         row = (
-            f"| {mesh.size} | {'x'.join(map(str, shape))} {topology} | {what} | {shown or 'none'} | {sim.cycles} | "
+            f"| {mesh.size} | {'x'.join(map(str, shape))} {topology} | {what} | {words} | {shown or 'none'} "
+            f"| {sim.cycles} | "
             f"{sim.predicted_cycles} | {report['link_bound_cycles']} | {100 * eff:.1f} % | {sim.build_seconds:.0f} |"
         )
         print(row, flush=True)
         rows.append(row)
-        points.append((mesh.size, placement, mode, eff, topology))
+        if words == 4:
+            points.append((mesh.size, placement, mode, eff, topology))
     step = training_step()
     plot(points, DOCS / "sharding.png")
     text = [
@@ -137,8 +150,10 @@ def main() -> int:
         "collective matmul when the cycle model finds that faster; the rows marked off force the",
         "plain gather). Tiles of 64 (or",
         "the contraction's share per PE when smaller), 16 lanes, links of one word a cycle and 8",
-        "cycles. Parallel efficiency is the one-PE kernel's cycles over PEs x cycles; the link bound",
-        "is the fewest cycles the collectives' words need on the links.",
+        "cycles, DRAM beats of 4 words (8 in the rows that say so: a collective over both axes of",
+        "the torus then runs half of every block in each dimension order at once, on all four",
+        "links). Parallel efficiency is the one-PE kernel's cycles (with the same DRAM beat) over",
+        "PEs x cycles; the link bound is the fewest cycles the collectives' words need on the links.",
         "",
         *header,
         *rows,
