@@ -714,11 +714,11 @@ def subst_params(expr: Node, mapping: dict) -> Node:
 def free_indices(expr: Node) -> frozenset:
     """Names of index variables used in `expr` and not bound by a Reduce or Map inside it
     (kept on each node: nodes are immutable, and the lowering asks again and again)."""
-    n = expr
-    found = n.__dict__.get("_free")
+    found = expr.__dict__.get("_free")
     if found is not None:
         return found
-    go = free_indices
+    go = free_indices  # recursion on the module-level function (no closure: see _subst)
+    n = expr
     if isinstance(n, Index):
         out = frozenset([n.name])
     elif isinstance(n, (Reduce, Map)):
