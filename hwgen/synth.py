@@ -36,6 +36,7 @@ from .build import elaborate, top_module
 from .devices import RESOURCE_NAMES, TARGETS, Device, device_for
 from .errors import HwgenError, SimulationError
 from .hw.device import TARGETS as PRIMITIVE_TARGETS
+from .verilog import plain_name
 
 
 class FitError(HwgenError):
@@ -323,7 +324,7 @@ def synthesize(
         if place:  # (the counts alone are what a caller without place-and-route asks for)
             _check_fit(name, used, dev, getattr(design.kernel.schedule, "loc", None))
         if wrap:  # the AXI master and the control registers: all but the kernel
-            inner = _count(cells, f"{top}.kernel", target)
+            inner = _count(cells, plain_name(f"{top}.kernel"), target)
             by_part = {"wrapper": {r: used[r] - inner[r] for r in used}, "kernel": inner}
     if not place:
         return {"target": target, "device": dev.name, **used, "fmax_mhz": None, "work_dir": str(work)}

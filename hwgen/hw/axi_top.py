@@ -90,6 +90,10 @@ class AxiTop(wiring.Component):
     def data_bits(self) -> int:
         return self.bridge.data_bits
 
+    def sources(self) -> dict:
+        """Instance path -> the user's lines each kernel unit implements (hw/sources.py)."""
+        return {f"kernel.{path}": text for path, text in self.top.sources().items()}
+
     @property
     def word_bits(self) -> int:
         return self.top.word_bits

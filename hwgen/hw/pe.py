@@ -50,6 +50,7 @@ from .datapath import dtype_shape
 from .groupmem import ROLES, GroupMem
 from .onchip import OnChipMem, lane_data, lane_index
 from .pipe import PipeUnit, port_name
+from .sources import unit_sources
 from .transfer import LoadUnit, StoreUnit, reach_banks
 
 
@@ -103,6 +104,10 @@ class PE(wiring.Component):
         if self.colls:
             members["cmem"] = Out(port)
         super().__init__(members)
+
+    def sources(self) -> dict:
+        """Instance name -> the user's lines each unit implements (hw/sources.py)."""
+        return unit_sources(self.prog)
 
     # ---------------------------------------------------------------- tree of units
 

@@ -94,6 +94,10 @@ class StageTop(wiring.Component):
     def pe(self):
         return self.top.pe
 
+    def sources(self) -> dict:
+        """Instance path -> the user's lines each unit implements (hw/sources.py)."""
+        return {f"stage.{path}": text for path, text in self.top.sources().items()}
+
     def elaborate(self, platform):
         m = Module()
         plan, addr = self.plan, self.dram.addr_bits

@@ -81,6 +81,10 @@ class Top(wiring.Component):
             members[name] = first.signature.members[name]
         super().__init__(members)
 
+    def sources(self) -> dict:
+        """Instance path -> the user's lines each PE unit implements (hw/sources.py)."""
+        return {f"pe{k}.{path}": text for k, pe in enumerate(self.pes) for path, text in pe.sources().items()}
+
     @property
     def pe(self) -> PE:
         """The first (with one PE, the only) PE."""

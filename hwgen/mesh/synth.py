@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 
 from ..hw.phases import axes_links
+from ..verilog import plain_name
 
 
 def synth_top(design) -> tuple:
@@ -42,8 +43,8 @@ def part_modules(design) -> dict:
     links = [n for pairs in axes_links(design.plan.rings).values() for pair in pairs for n in pair]
     return {
         "pe": [f"{name}_pe"],
-        "collective": [f"{pe}.ring{k}" for k in range(len(design.plan.rings))],
-        "links": [f"{pe}.{n}" for n in links],
+        "collective": [plain_name(f"{pe}.ring{k}") for k in range(len(design.plan.rings))],
+        "links": [plain_name(f"{pe}.{n}") for n in links],
     }
 
 
