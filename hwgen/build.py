@@ -30,6 +30,7 @@ from .dram import DramConfig, word_bits
 from .errors import HwgenError, LanesWarning
 from .hw import axi_regs, device
 from .hw.axi_top import AxiTop
+from .hw.sources import with_sources
 from .hw.top import Top
 from .model import predict
 from .passes import Compiled, compile, log_step, show_ir_wanted
@@ -217,7 +218,7 @@ def make_report(kernel, dram: DramConfig, compiled: Compiled, bits: int, seconds
             ],
             "results": [{"name": s.name, "dtype": s.mem.dtype.name} for s in prog.scalar_outs],
         },
-        "controllers": model.tree,
+        "controllers": with_sources(model.tree, prog),
         "build_seconds": round(seconds, 3),
         "pass_seconds": {name: round(s, 4) for name, s in compiled.steps},
     }

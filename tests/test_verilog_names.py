@@ -64,6 +64,15 @@ def test_units_carry_the_users_lines():
     assert any(m.startswith("two_pe0_store") and s == scale_line for m, s in attrs.items())
     root = next(s for m, s in attrs.items() if m == "two_pe0_seqloop0")
     assert root.split("|") == [sum_line, scale_line]
+    tree = design.report["controllers"]  # the same lines, unit by unit, in the report
+    assert tree["unit"] == "seqloop0" and tree["src"] == root
+    units = {}
+    stack = [tree]
+    while stack:
+        e = stack.pop()
+        units[e["unit"]] = e.get("src")
+        stack += e.get("stages", []) + e.get("parallel", [])
+    assert units["pipe0"] == scale_line and units["load0"] == sum_line
 
 
 def test_wrapped_and_mesh_verilog_have_no_escaped_names():

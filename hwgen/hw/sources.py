@@ -6,8 +6,9 @@ the user's Python it implements, written as a Verilog `src` attribute's text: "k
 or for a controller over several patterns their lines joined by "|"
 ("kmeans.py:20|kmeans.py:22"), in the order the program meets them. Files are named by their
 base name, so the Verilog is the same wherever the project lies. hwgen/verilog.py writes the
-attribute on each unit's module: `(* src = "kmeans.py:20" *)`. A unit with no user line (a
-collective's phases, the DRAM arbiters) has no entry.
+attribute on each unit's module: `(* src = "kmeans.py:20" *)`, and `with_sources` adds them
+to report.json's controller tree. A unit with no user line (a collective's phases, the DRAM
+arbiters) has no entry.
 """
 
 from __future__ import annotations
@@ -26,6 +27,21 @@ def unit_sources(program) -> dict:
     for g in program.groups:
         _put(out, f"mem_{g.name}", [g.loc])
     return out
+
+
+def with_sources(tree: dict, program) -> dict:
+    """The cycle model's controller tree (report.json's "controllers") with each unit's lines
+    under "src" (unit_sources) where it has any."""
+    sources = unit_sources(program)
+
+    def go(entry):
+        out = {**entry, **({"src": sources[entry["unit"]]} if entry.get("unit") in sources else {})}
+        for key in ("stages", "parallel"):
+            if key in entry:
+                out[key] = [go(e) for e in entry[key]]
+        return out
+
+    return go(tree)
 
 
 def src_text(locs) -> str:

@@ -748,6 +748,7 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None, target=None)
     from ..hw import device
     from ..hw.link import LinkWire
     from ..hw.mesh_top import mesh_top_verilog, pe_ports
+    from ..hw.sources import with_sources
     from ..hw.top import Top
     from ..model import mesh_link_bound, mesh_route_bound, predict_mesh
     from ..passes import compile, show_ir_wanted
@@ -830,7 +831,7 @@ def elaborate(kernel, dram=None, what: str = "build", show_ir=None, target=None)
         "memory_bound_cycles": model.memory_bound,
         "link_bound_cycles": link_bound,
         "lanes": model.lanes,
-        "controllers": model.tree,
+        "controllers": with_sources(model.tree, compiled.program),
         "build_seconds": round(time.perf_counter() - started, 3),
     }
     verilog = "\n".join((top_v, pe_v, wire_v))
