@@ -102,6 +102,53 @@ def test_a_lost_worker_leaves_the_sweep_to_the_others(app):
     assert result["points"] == alone["points"]  # every point, in the same order, on Dask or not
 
 
+def test_a_sweep_runs_on_a_scheduler_and_worker_of_their_own(app, tmp_path, capsys):
+    """`--scheduler`: a Dask scheduler and a worker started as separate processes (as on a
+    cluster, here on this machine), reached over TCP; the sweep equals the one without Dask."""
+    import subprocess
+    import sys
+    import time
+
+    dask = os.path.join(os.path.dirname(sys.executable), "dask")
+    info = tmp_path / "scheduler.json"
+    scheduler = subprocess.Popen(
+        [dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(info)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    worker = None
+    try:
+        for _ in range(600):
+            if info.exists() and info.read_text().strip():
+                break
+            time.sleep(0.1)
+        address = json.loads(info.read_text())["address"]
+        worker = subprocess.Popen(
+            [dask, "worker", address, "--nworkers", "1", "--nthreads", "1", "--no-dashboard"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        from dask.distributed import Client
+
+        with Client(address, timeout="60s") as client:
+            client.wait_for_workers(1, timeout=120)
+            before = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.transition_counter)
+            out = tmp_path / "out"
+            code = cli.main(["dse", app, "--limit", "30", "--scheduler", address, "--out", str(out)])
+            printed, err = capsys.readouterr()
+            assert code == 0, err
+            # the sweep's tasks went through that scheduler
+            assert client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.transition_counter) > before
+        data = json.loads((out / "mm" / "dse" / "dse.json").read_text())
+        alone = dse.sweep(app, kernel(app), "ecp5-85k", client=None, limit=30)
+        assert data["points"] == json.loads(json.dumps(alone["points"]))
+    finally:
+        for process in (worker, scheduler):
+            if process is not None:
+                process.terminate()
+                process.wait(timeout=30)
+
+
 def test_a_kernel_nothing_fits_gets_an_empty_front_and_says_why(tmp_path, capsys):
     path = tmp_path / "big.py"
     path.write_text(
