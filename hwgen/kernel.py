@@ -18,11 +18,12 @@ from __future__ import annotations
 import functools
 
 from . import interp
-from .errors import HwgenError, ScheduleError, user_loc
+from .errors import HwgenError, ScheduleError, TraceError, user_loc
 from .lang.program import Program, trace_program
 from .lang.signature import check_args, to_user
 from .mesh.checks import check_collective_matmul, check_options, check_program, check_shardings
 from .schedule import Schedule
+from .verilog_names import check_module_name
 
 _UNSET = object()
 
@@ -44,6 +45,11 @@ class Kernel:
     ):
         self.fn = fn
         self.name = fn.__name__
+        why = check_module_name(self.name)
+        if why:
+            raise TraceError(
+                f"kernel '{self.name}' cannot name its Verilog module: {why}; rename the function", schedule.loc
+            )
         self.schedule = schedule
         self.auto = None  # schedule="auto": what auto.choose chose and why (report.json "auto")
         self.mesh = mesh

@@ -36,7 +36,7 @@ from .build import elaborate, top_module
 from .devices import RESOURCE_NAMES, TARGETS, Device, device_for
 from .errors import HwgenError, SimulationError
 from .hw.device import TARGETS as PRIMITIVE_TARGETS
-from .verilog import plain_name
+from .verilog_names import plain_name
 
 
 class FitError(HwgenError):

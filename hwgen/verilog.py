@@ -7,9 +7,8 @@ so the same design always gives the same bytes:
 - Amaranth's source attributes (lines of hwgen itself) are dropped; the module of each unit
   that implements the user's code carries instead `(* src = "app.py:12" *)`, the user's
   lines (the component's `sources()`: hw/sources.py).
-- No escaped identifiers: Yosys escapes every name with a character other than a letter, a
-  digit or `_` (`\kernel.pe0.pipe0`, `\done$11`, `\$1`); `plain_names` writes each as a plain
-  identifier instead (`plain_name`: `kernel_pe0_pipe0`, `done_11`, `_1`).
+- No escaped identifiers: verilog_names.plain_names writes each name Yosys escapes
+  (`\kernel.pe0.pipe0`, `\done$11`) as a plain one (`kernel_pe0_pipe0`, `done_11`).
 - Block RAMs carry no initial contents (hwgen never reads a block RAM word before writing it).
 
 Speed (the same RTLIL, byte for byte, as Amaranth's `convert_fragment`): Yosys starts while
@@ -22,7 +21,7 @@ RTLIL emitter writes block RAM contents and cell wires in bulk (`_Emitter`).
 only, the lint rules that flag idioms of Amaranth's and Yosys's Verilog rather than mistakes:
 
 - PROCASSINIT: registers carry their reset value as an initialiser (FPGA power-up state).
-- DECLFILENAME: one file holds the kernel and its submodules (`kernel.pipe0`, ...).
+- DECLFILENAME: one file holds the kernel and its submodules (`kernel_pe0_pipe0`, ...).
 - WIDTHEXPAND / WIDTHTRUNC: Yosys writes operands of different widths and relies on Verilog's
   extension rules; truncation is hwgen's wrap-around, checked bit-exact in simulation.
 - UNUSEDSIGNAL: Yosys keeps named copies of submodule ports and the carry bits of adders.
@@ -41,6 +40,8 @@ from amaranth._toolchain.yosys import _BuiltinYosys, find_yosys
 from amaranth.back import rtlil
 from amaranth.hdl import _ast, _ir, _nir
 from amaranth.lib import wiring
+
+from .verilog_names import MODULE, plain_names
 
 WAIVED = ("PROCASSINIT", "DECLFILENAME", "WIDTHEXPAND", "WIDTHTRUNC", "UNUSEDSIGNAL")
 
@@ -65,60 +66,19 @@ def to_verilog(component: wiring.Component, name: str) -> str:
         yosys.close()
     text = _ZERO_INIT.sub("", script_out)
     sources = component.sources() if hasattr(component, "sources") else {}
-    return plain_names(with_sources(text, name, sources))
+    return plain_names(with_src_attributes(text, name, sources))
 
 
-def with_sources(text: str, top: str, sources: dict) -> str:
+def with_src_attributes(text: str, top: str, sources: dict) -> str:
     """Yosys's Verilog `text` of module `top` with `(* src = "..." *)` before each submodule
     named in `sources` (instance path under `top`, like "pe0.pipe0" -> the attribute's text)."""
 
     def attribute(match):
-        text = sources.get(match.group(1)[len(top) + 1 :]) if match.group(1).startswith(top + ".") else None
-        return f'(* src = "{text}" *)\n{match.group(0)}' if text else match.group(0)
-
-    return _MODULE.sub(attribute, text)
-
-
-_MODULE = re.compile(r"^module \\(\S+) ", re.M)
-_ESCAPED = re.compile(r"\\(\S+)(?: |(?=\s))")  # Yosys ends each with a space of its own
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
-_KEYWORDS = frozenset(
-    "always and assign begin buf case default else end endcase endfunction endmodule for function if "
-    "initial inout input integer module nand nor not or output parameter reg signed wire xor".split()
-)
-
-
-def plain_name(name: str) -> str:
-    """The plain identifier `plain_names` gives an escaped Verilog name, when no other name
-    of the file has it: each character other than a letter, digit or `_` becomes `_`, and
-    `_` goes before a name that would start with a digit; Yosys's own names
-    (`$auto$<file>:<line>:<pass>$<n>`) become `_auto_<n>`."""
-    if name.startswith("$auto$"):
-        return f"_auto_{name.rsplit('$', 1)[1]}"
-    out = re.sub(r"[^A-Za-z0-9_]", "_", name)
-    return "_" + out if out[0].isdigit() else out
-
-
-def plain_names(text: str) -> str:
-    """Verilog `text` with every escaped identifier written as a plain one: plain_name, or if
-    another identifier of the file has that already (or it is a keyword), that with `_2`,
-    `_3`, ... appended. The same text always gives the same names."""
-    used = set(_WORD.findall(_ESCAPED.sub(" ", text))) | _KEYWORDS  # the plain names
-    names: dict = {}
-
-    def plain(match):
         name = match.group(1)
-        if name not in names:
-            base = candidate = plain_name(name)
-            k = 1
-            while candidate in used:
-                k += 1
-                candidate = f"{base}_{k}"
-            used.add(candidate)
-            names[name] = candidate
-        return names[name]
+        src = sources.get(name[len(top) + 1 :]) if name.startswith(top + ".") else None
+        return f'(* src = "{src}" *)\n{match.group(0)}' if src else match.group(0)
 
-    return _ESCAPED.sub(plain, text)
+    return MODULE.sub(attribute, text)
 
 
 class _Yosys:

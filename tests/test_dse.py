@@ -102,51 +102,50 @@ def test_a_lost_worker_leaves_the_sweep_to_the_others(app):
     assert result["points"] == alone["points"]  # every point, in the same order, on Dask or not
 
 
-def test_a_sweep_runs_on_a_scheduler_and_worker_of_their_own(app, tmp_path, capsys):
+def test_a_sweep_runs_on_a_scheduler_and_worker_of_their_own(app, tmp_path):
     """`--scheduler`: a Dask scheduler and a worker started as separate processes (as on a
-    cluster, here on this machine), reached over TCP; the sweep equals the one without Dask."""
+    cluster, here on this machine), reached over TCP; the sweep equals the one without Dask.
+    The command runs in a process of its own too, with a time limit (a lost worker would
+    leave it waiting)."""
     import subprocess
     import sys
     import time
 
-    dask = os.path.join(os.path.dirname(sys.executable), "dask")
+    from dask.distributed import Client
+
     info = tmp_path / "scheduler.json"
-    scheduler = subprocess.Popen(
-        [dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file", str(info)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    worker = None
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    cli_of = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+    started = [subprocess.Popen([*cli_of, "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                                 "--scheduler-file", str(info)], **quiet)]  # fmt: skip
     try:
         for _ in range(600):
-            if info.exists() and info.read_text().strip():
+            if info.exists() and info.read_text().strip().endswith("}"):
                 break
             time.sleep(0.1)
         address = json.loads(info.read_text())["address"]
-        worker = subprocess.Popen(
-            [dask, "worker", address, "--nworkers", "1", "--nthreads", "1", "--no-dashboard"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        from dask.distributed import Client
-
+        worker = [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nworkers", "1", "--nthreads", "1"]
+        started.append(subprocess.Popen([*worker, "--no-dashboard"], **quiet))
         with Client(address, timeout="60s") as client:
             client.wait_for_workers(1, timeout=120)
             before = client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.transition_counter)
             out = tmp_path / "out"
-            code = cli.main(["dse", app, "--limit", "30", "--scheduler", address, "--out", str(out)])
-            printed, err = capsys.readouterr()
-            assert code == 0, err
+            command = [sys.executable, "-m", "hwgen", "dse", app, "--limit", "30", "--scheduler", address]
+            done = subprocess.run([*command, "--out", str(out)], capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, done.stderr
             # the sweep's tasks went through that scheduler
             assert client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.transition_counter) > before
         data = json.loads((out / "mm" / "dse" / "dse.json").read_text())
         alone = dse.sweep(app, kernel(app), "ecp5-85k", client=None, limit=30)
         assert data["points"] == json.loads(json.dumps(alone["points"]))
     finally:
-        for process in (worker, scheduler):
-            if process is not None:
-                process.terminate()
+        for process in reversed(started):
+            process.terminate()
+            try:
                 process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 def test_a_kernel_nothing_fits_gets_an_empty_front_and_says_why(tmp_path, capsys):

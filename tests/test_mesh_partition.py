@@ -470,11 +470,11 @@ def test_shardings_and_constraints_in_the_wrong_place_are_errors():
     with pytest.raises(hw.TraceError, match="inside a hw.shard_map body each PE's block is already placed") as e:
 
         @hw.kernel(mesh=RING2)
-        def inside(a: hw.Array[int32, 8]):
-            body = lambda b: hw.with_sharding_constraint(b, hw.P("x"))  # noqa: E731  # L:inside
+        def in_body(a: hw.Array[int32, 8]):
+            body = lambda b: hw.with_sharding_constraint(b, hw.P("x"))  # noqa: E731  # L:in_body
             return hw.shard_map(body, mesh=RING2, in_specs=hw.P("x"), out_specs=hw.P("x"))(a)
 
-    assert open(__file__).read().splitlines()[e.value.line - 1].endswith("# L:inside")
+    assert open(__file__).read().splitlines()[e.value.line - 1].endswith("# L:in_body")
     for value, spec, why in (
         (3, hw.P(), "hw.with_sharding_constraint needs an array, got"),
         (None, "x", "hw.with_sharding_constraint needs an hw.P(...), got 'x'"),

@@ -10,7 +10,7 @@ import pytest
 
 import hwgen as hw
 from hwgen import int32
-from hwgen.verilog import plain_name, plain_names
+from hwgen.verilog_names import plain_name, plain_names
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,10 +35,48 @@ def test_plain_name_forms():
 
 
 def test_plain_names_keep_names_apart():
-    text = "wire \\a.b ;\nwire a_b;\nwire \\a$b ;\nassign \\a.b  = \\a$b ;\nwire \\begin ;\n"
+    text = "wire \\a.b ;\nwire a_b;\nwire \\a$b ;\nassign \\a.b  = \\a$b ;\nwire \\begin ;\nwire \\logic ;\n"
     out = plain_names(text)
     assert "\\" not in out
-    assert out == "wire a_b_2;\nwire a_b;\nwire a_b_3;\nassign a_b_2 = a_b_3;\nwire begin_2;\n"
+    assert out == "wire a_b_2;\nwire a_b;\nwire a_b_3;\nassign a_b_2 = a_b_3;\nwire begin_2;\nwire logic_2;\n"
+
+
+def test_a_module_keeps_its_plain_name_beside_a_signal_of_that_name():
+    # a kernel 'base' with an array 'axi_kernel': the port base_axi_kernel and the AXI
+    # wrapper's submodule base_axi.kernel (modules and signals are named apart in Verilog)
+    text = (
+        "module base_axi(base_axi_kernel);\n  input base_axi_kernel;\n  \\base_axi.kernel  kernel (\n  );\n"
+        "endmodule\n\nmodule \\base_axi.kernel (x);\nendmodule\n"
+    )
+    out = plain_names(text)
+    assert "module base_axi_kernel(x);" in out and "  base_axi_kernel kernel (" in out
+    assert plain_name("base_axi.kernel") == "base_axi_kernel"  # the name synthesis looks for
+
+
+@pytest.mark.parametrize(
+    "name, why",
+    [
+        ("table", "'table' is a Verilog keyword"),
+        ("logic", "'logic' is a Verilog keyword"),
+        ("dé", "Verilog module names are ASCII letters"),
+    ],
+)
+def test_a_kernel_whose_name_cannot_name_a_module_is_refused(name, why):
+    source = f"def {name}(a: hw.Array[int32, 8]):\n    return hw.map(8, lambda i: a[i] + 1)\n"
+    scope = {"hw": hw, "int32": int32}
+    exec(compile(source, "app.py", "exec"), scope)
+    with pytest.raises(hw.HwgenError, match=f"kernel '{name}' cannot name its Verilog module: {why}") as e:
+        hw.kernel(scope[name])
+    assert "rename the function" in str(e.value)
+
+
+def test_src_text_quotes_nothing_that_ends_a_verilog_string():
+    from hwgen.errors import Loc
+    from hwgen.hw.sources import src_text
+
+    assert (
+        src_text([Loc('/x/we"ird\\.py', 3), None, Loc("/y/app.py", 4), Loc("/y/app.py", 4)]) == "we_ird_.py:3|app.py:4"
+    )
 
 
 def kernel_with_two_patterns():

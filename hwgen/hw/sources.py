@@ -48,7 +48,7 @@ def src_text(locs) -> str:
     """The src attribute's text for user locations `locs` (None skipped, repeats dropped)."""
     seen: list = []
     for loc in locs:
-        text = f"{os.path.basename(loc.file)}:{loc.line}" if loc is not None else None
+        text = f"{_quotable(os.path.basename(loc.file))}:{loc.line}" if loc is not None else None
         if text and text not in seen:
             seen.append(text)
     return "|".join(seen)
@@ -68,6 +68,11 @@ def _controller(ctrl, out: dict) -> list:
         raise TypeError(f"no source locations for {type(ctrl).__name__}")
     _put(out, ctrl.name, locs)
     return locs
+
+
+def _quotable(name: str) -> str:
+    """`name` fit for a Verilog string: `"` and `\\` written as `_`."""
+    return name.replace('"', "_").replace("\\", "_")
 
 
 def _write_loc(w):

@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 
 from ..hw.phases import axes_links
-from ..verilog import plain_name
+from ..verilog_names import plain_name
 
 
 def synth_top(design) -> tuple:
