@@ -228,6 +228,38 @@ def test_operands_split_by_other_axes_are_moved_as_jax_does(shape, first, second
     assert sim.cycles == sim.predicted_cycles
 
 
+@pytest.mark.parametrize("shape", [(2, 2), (4, 4)])
+def test_blocks_split_along_both_dimensions_by_swapped_axes_move_by_one_permute(shape):
+    """b split as P('y', 'x') is read by a map computed as P('x', 'y') (a's split), and the
+    result is wanted as P('y', 'x'): both dimensions change their axes, into as many blocks
+    each, so one permute over both axes moves the blocks one way (PE (i, j) takes the block
+    of PE (j, i)). Equal to jax.jit under the same shardings."""
+    from jax.sharding import NamedSharding
+
+    import hwgen as hw
+    from hwgen import int32
+
+    torus = hw.Mesh(shape, ("x", "y"))
+    xy, yx = hw.P("x", "y"), hw.P("y", "x")
+
+    @hw.kernel(mesh=torus, in_shardings=(xy, yx), out_shardings=yx, tile={"i": 2, "j": 4})
+    def swap(a: hw.Array[int32, 16, 16], b: hw.Array[int32, 16, 16]):
+        return hw.map((16, 16), lambda i, j: a[i, j] * 5 - b[i, j])
+
+    jmesh = JaxMesh(np.array(jax.devices()[: torus.size]).reshape(shape), ("x", "y"))
+    jxy, jyx = NamedSharding(jmesh, JaxP("x", "y")), NamedSharding(jmesh, JaxP("y", "x"))
+    f = jax.jit(lambda a, b: a * 5 - b, in_shardings=(jxy, jyx), out_shardings=jyx)
+    rng = np.random.default_rng(9)
+    a = rng.integers(-(2**31), 2**31, (16, 16), dtype=np.int64).astype(np.int32)
+    b = rng.integers(-(2**31), 2**31, (16, 16), dtype=np.int64).astype(np.int32)
+    sim = swap.simulate(a, b)
+    kinds = [(c["kind"], c["axes"]) for c in sim.design.report["collectives"]]
+    assert kinds == [("permute", ["x", "y"])]  # a read as computed, b moved (or the result)
+    np.testing.assert_array_equal(sim.outputs, np.asarray(f(a, b)))
+    np.testing.assert_array_equal(sim.outputs, swap(a, b))
+    assert sim.cycles == sim.predicted_cycles
+
+
 def test_pipeline_mlp_equals_a_jax_spmd_pipeline():
     """patterns/mesh/pipeline_mlp.py against GPipe written in JAX: under jax.shard_map each
     device holds its stage's layers, and for M + K - 1 steps computes its stage on what the

@@ -70,26 +70,29 @@ def regrouped(spec: tuple, want: tuple, mesh) -> bool:
 
 
 def swapped(spec: tuple, want: tuple, mesh) -> bool:
-    """Whether `want` splits one dimension by other axes A' than the axes A `spec` splits it
-    by, into as many blocks, and agrees elsewhere: each PE then holds a block another PE
-    needs, and one permute moves them (_permute)."""
+    """Whether `want` splits one or more dimensions by other axes A' than the axes A `spec`
+    splits them by, each into as many blocks, and agrees elsewhere, where no axis of A or A'
+    splits anything (a P('x', 'y') wanted as P('y', 'x') on a square mesh): each PE then holds
+    a block another PE needs, and one permute moves them (permute)."""
     diff = [d for d, (s, o) in enumerate(zip(spec, want)) if s != o]
-    if len(diff) != 1:
+    if not diff:
         return False
-    (d,) = diff
-    a, b = spec[d], want[d]
-    others = {x for k, axes in enumerate(spec) if k != d for x in axes}
-    return bool(a and b) and size(a, mesh) == size(b, mesh) and not others & (set(a) | set(b))
+    moving = {x for d in diff for x in spec[d] + want[d]}
+    others = {x for k, axes in enumerate(spec) if k not in diff for x in axes}
+    same = all(spec[d] and want[d] and size(spec[d], mesh) == size(want[d], mesh) for d in diff)
+    return same and not others & moving
 
 
 def permute(node, spec: tuple, want: tuple, mesh, loc) -> tuple:
-    """(node, spec) moved to `want` by a permute (the form of _swapped) over the axes G of
-    both splits: PE c needs the block numbered by its coordinates along A' (row-major), which
-    every PE whose coordinates along A number it holds; it takes it from the one whose
-    coordinates along G outside A number what c's along G outside A' do, so every PE sends
-    one block and receives one."""
-    (d,) = [d for d, (s, o) in enumerate(zip(spec, want)) if s != o]
-    a, b = spec[d], want[d]
+    """(node, spec) moved to `want` by a permute (the form of swapped) over the axes G of
+    both splits: along each dimension d that changes, PE c needs the block numbered by its
+    coordinates along A'_d (row-major), which every PE whose coordinates along A_d number it
+    holds; it takes its block from the one PE that holds it along every such d and whose
+    coordinates along G outside every A_d number what c's along G outside every A'_d do, so
+    every PE sends one block and receives one."""
+    diff = [d for d, (s, o) in enumerate(zip(spec, want)) if s != o]
+    a = [x for d in diff for x in spec[d]]
+    b = [x for d in diff for x in want[d]]
     group = tuple(x for x in mesh.axis_names if x in a or x in b)
     rest_a = tuple(x for x in group if x not in a)
     rest_b = tuple(x for x in group if x not in b)
@@ -110,7 +113,9 @@ def permute(node, spec: tuple, want: tuple, mesh, loc) -> tuple:
     perm = []
     for dst in range(size(group, mesh)):
         c = place(dst, group)
-        src = {**place(number(c, b), a), **place(number(c, rest_b), rest_a)}
+        src = place(number(c, rest_b), rest_a)
+        for d in diff:
+            src.update(place(number(c, want[d]), spec[d]))
         perm.append((number(src, group), dst))
     node = ir.Collective("ppermute", group, (("perm", tuple(sorted(perm))),), node, node.shape, loc=loc)
     return node, tuple(want)
