@@ -11,13 +11,17 @@ Ports (Verilog names; what Vivado's and LiteX's interface inference expects):
     m_axi_gmem_<signal>           AXI4 master (hw/axi.py `axi4`), data as wide as a DRAM beat
     irq                           high while GIE, IER[0] and ISR[0] are set
 
-A run: write the arguments and base addresses, write 1 to CTRL; the kernel starts the cycle
-after the register write; `done` (CTRL bit 1, ISR bit 0) is set once the kernel is done and
-every write it made has been answered. CYCLES counts from the kernel's start to then.
+A run: write the arguments and base addresses, write 1 to CTRL; the kernel starts two cycles
+after the register write is taken; `done` (CTRL bit 1, ISR bit 0) is set once the kernel is
+done and every write it made has been answered. CYCLES counts from the kernel's start to then.
 
-The slave takes a write when both its address and data are valid (one at a time, answered
-OKAY the next cycle; its awready and wready are that condition) and a read whenever no read
-data waits (arready), answering it the next cycle from a register.
+The slave takes a write when both its address and data are valid (one at a time; its awready
+and wready are that condition) into registers, answers it OKAY the next cycle and writes the
+register it names in that cycle (so a read after the answer sees it). It takes a read
+whenever none waits (arready), its address into a register, and answers it the cycle after
+that from a register. Both decode registered addresses: the handshake never reaches the
+registers' enables or the read multiplexer in the same cycle (these were the wrapped
+kernels' critical paths).
 """
 
 from __future__ import annotations
@@ -144,26 +148,27 @@ class AxiTop(wiring.Component):
         return getattr(self, f"s_axi_control_{name}")
 
     def _writes(self, m, values: dict, running, kick, finished) -> None:
-        """The write channels: a write with its address and data both valid is taken at once
-        and answered OKAY the next cycle; CTRL bit 0 starts an idle kernel, ISR toggles (a run
-        finishing in the same cycle still sets it)."""
+        """The write channels: a write with its address and data both valid is taken into
+        registers and answered OKAY the next cycle, in which it is written; CTRL bit 0 starts
+        an idle kernel, ISR toggles (a run finishing in the same cycle still sets it)."""
         p = self._port
         bvalid = p("bvalid")
-        take = Signal(name="lite_wr_take")
+        take, pending = Signal(name="lite_wr_take"), Signal(name="lite_wr_pending")
         m.d.comb += take.eq(p("awvalid") & p("wvalid") & ~bvalid)
         m.d.comb += [p("awready").eq(take), p("wready").eq(take), p("bresp").eq(0)]
+        data, strb = Signal.like(p("wdata"), name="lite_wdata"), Signal.like(p("wstrb"), name="lite_wstrb")
+        word = Signal(len(p("awaddr")) - 2, name="lite_wr_word")
+        m.d.sync += pending.eq(take)
         with m.If(take):
-            m.d.sync += bvalid.eq(1)
+            m.d.sync += [bvalid.eq(1), data.eq(p("wdata")), strb.eq(p("wstrb")), word.eq(p("awaddr")[2:])]
         with m.Elif(p("bready")):
             m.d.sync += bvalid.eq(0)
-        data, strb = p("wdata"), p("wstrb")
-        word = p("awaddr")[2:]
         for r in self.regs:
             if r.access != "rw":
                 continue
             value = values[r.name]
             for half in range(0, r.bits, 32):  # the slot's low word, then its high word
-                with m.If(take & (word == (r.offset + half // 8) >> 2)):
+                with m.If(pending & (word == (r.offset + half // 8) >> 2)):
                     if r.name == "CTRL":
                         with m.If(strb[0] & data[0] & ~running & ~kick):
                             m.d.sync += kick.eq(1)
@@ -178,21 +183,25 @@ class AxiTop(wiring.Component):
                                 )
 
     def _reads(self, m, values: dict, done, finished) -> None:
-        """The read channels: an address is taken when no data waits, its register's word
-        answered the next cycle; reading CTRL clears done (unless a run finishes then)."""
+        """The read channels: an address is taken into a register when no read waits, its
+        register's word answered the cycle after; reading CTRL clears done (unless a run
+        finishes then)."""
         p = self._port
         rvalid, rdata = p("rvalid"), p("rdata")
-        take = Signal(name="lite_rd_take")
-        m.d.comb += [take.eq(p("arvalid") & ~rvalid), p("arready").eq(take), p("rresp").eq(0)]
+        take, pending = Signal(name="lite_rd_take"), Signal(name="lite_rd_pending")
+        m.d.comb += [take.eq(p("arvalid") & ~rvalid & ~pending), p("arready").eq(take), p("rresp").eq(0)]
+        word = Signal(len(p("araddr")) - 2, name="lite_rd_word")
+        m.d.sync += pending.eq(take)
         with m.If(take):
+            m.d.sync += word.eq(p("araddr")[2:])
+        with m.If(pending):
             m.d.sync += [rvalid.eq(1), rdata.eq(0)]
         with m.Elif(p("rready")):
             m.d.sync += rvalid.eq(0)
-        word = p("araddr")[2:]
         for r in self.regs:
             value = values[r.name]
             for half in range(0, max(len(value), 1), 32):
-                with m.If(take & (word == (r.offset + half // 8) >> 2)):
+                with m.If(pending & (word == (r.offset + half // 8) >> 2)):
                     m.d.sync += rdata.eq(value[half : half + 32])
                     if r.name == "CTRL":
                         with m.If(~finished):
