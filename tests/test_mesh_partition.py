@@ -675,6 +675,29 @@ def test_a_result_computed_by_rows_over_x_and_wanted_over_y_moves_by_a_permute()
 
 
 @pytest.mark.rtl
+def test_a_permute_leaves_out_axes_of_one_pe():
+    """On a 2x1x2 mesh, rows split over (z, y) are moved to rows over x, and a result
+    computed as P('x', 'z') is wanted as P('z', ('x', 'y')): y splits nothing, so each is a
+    permute over x and z only (a collective runs over axes of at least 2 PEs)."""
+    mesh = hw.Mesh((2, 1, 2), ("x", "y", "z"))
+
+    @hw.kernel(mesh=mesh, in_shardings=(hw.P(("z", "y")),), out_shardings=hw.P("x"), tile={"i": 4})
+    def rows(a: hw.Array[int32, 16, 16]):
+        return hw.map((16, 16), lambda i, j: a[i, j] * 3)
+
+    @hw.kernel(mesh=mesh, in_shardings=(hw.P("x", "z"),), out_shardings=hw.P("z", ("x", "y")), tile={"r": 4})
+    def blocks(a: hw.Array[int32, 16, 16]):
+        return hw.map((16, 16), lambda r, s: a[r, s] - 7)
+
+    a = wide(16, 16)
+    for k, want in ((rows, a * 3), (blocks, a - 7)):
+        sim = k.verify(a)
+        np.testing.assert_array_equal(sim.outputs, want)
+        assert sim.cycles == sim.predicted_cycles
+        assert [(c["kind"], c["axes"]) for c in sim.design.report["collectives"]] == [("permute", ["x", "z"])]
+
+
+@pytest.mark.rtl
 def test_a_result_computed_by_rows_and_wanted_by_columns_moves_by_an_all_to_all():
     """GSPMD's resharding: c is computed split like a (rows over x); out_shardings wants its
     columns over x, so an all-to-all (split along 1, concatenated along 0) moves the blocks."""

@@ -38,10 +38,11 @@ split index renamed `<name>.n<extent>`: the schedule still names it):
   along it instead (`_scatters`: GSPMD's partial result and reduce-scatter).
 The result is reduce-scattered (a psum whose dimension 0 `out_shardings` splits over its
 axes), moved by an all-to-all (computed split along d over axes A, wanted split along e over
-A), or gathered where `out_shardings` splits it less than computed (a collective along a
+A) or by a permute (one or more dimensions wanted split by other axes into as many blocks),
+or gathered where `out_shardings` splits it less than computed (a collective along a
 dimension other than 0 is built between local transposes: dim0.py). Anything else (moving an
-array between splits, a split reduction to a single value, multifolds, group-bys, filters
-and flatmaps, collectives) raises UnsupportedError with the user's line.
+array between other splits, a split reduction to a single value, multifolds, group-bys,
+filters and flatmaps, collectives) raises UnsupportedError with the user's line.
 
 `kernel.show_ir()` (and `--show-ir`) prints the partitioned shard_map; report.json gives the
 placements (`in_specs`, `out_spec`) and the collectives.

@@ -2,7 +2,8 @@
 it) to the split a read or a result needs, as GSPMD does. partition.py uses these:
 
 - `moved` / `all_to_all`: the axes splitting one dimension move to another, unsplit one;
-- `swapped` / `permute`: one dimension split by other axes into as many blocks, by a permute;
+- `swapped` / `permute`: one or more dimensions split by other axes into as many blocks each,
+  by a permute;
 - `sliced`: a split of dimension 0 that the array lacks, read in place (slices.local_slice);
 - `regrouped`: dimension 0 split by other axes into another number of blocks: gathered whole
   along it, then each PE's rows read in place (a local slice of the gathered array);
@@ -89,14 +90,19 @@ def permute(node, spec: tuple, want: tuple, mesh, loc) -> tuple:
     coordinates along A'_d (row-major), which every PE whose coordinates along A_d number it
     holds; it takes its block from the one PE that holds it along every such d and whose
     coordinates along G outside every A_d number what c's along G outside every A'_d do, so
-    every PE sends one block and receives one."""
+    every PE sends one block and receives one. Axes of one PE split nothing and are left out
+    (a permute runs over axes of at least 2 PEs); when nothing is left to move, `node` is
+    returned as it is."""
+    sizes, wanted = mesh.shape, tuple(want)
+    spec, want = plain(spec, mesh), plain(want, mesh)
     diff = [d for d, (s, o) in enumerate(zip(spec, want)) if s != o]
+    if not diff:
+        return node, wanted
     a = [x for d in diff for x in spec[d]]
     b = [x for d in diff for x in want[d]]
     group = tuple(x for x in mesh.axis_names if x in a or x in b)
     rest_a = tuple(x for x in group if x not in a)
     rest_b = tuple(x for x in group if x not in b)
-    sizes = mesh.shape
 
     def number(coords: dict, axes: tuple) -> int:
         n = 0
@@ -118,4 +124,4 @@ def permute(node, spec: tuple, want: tuple, mesh, loc) -> tuple:
             src.update(place(number(c, want[d]), spec[d]))
         perm.append((number(src, group), dst))
     node = ir.Collective("ppermute", group, (("perm", tuple(sorted(perm))),), node, node.shape, loc=loc)
-    return node, tuple(want)
+    return node, wanted
