@@ -15,8 +15,9 @@ its 2 links in. The scaling table reports the Verilator build and
 simulation speed of the ring kernel by PE count (64 PEs with --scale 64). The table covers
 the all-reduce; a second table runs every other collective on rings of 4 and 8: reduce-scatter
 and all-gather (the same unit), a shift permute, a permutation of several distances (a
-reversal) and an all-to-all (phases of one distance each, and a block copy); a third the
-all-reduce over links of 1, 2 and 4 words a cycle.
+reversal) and an all-to-all (phases of one distance each, and a block copy), and a
+reduce-scatter and an all-gather over both axes of a 4x4 torus; a third the all-reduce over
+links of 1, 2 and 4 words a cycle.
 """
 
 import math
@@ -74,16 +75,20 @@ def kernel(shape, n, latency=8, topology="torus", lanes=1):
 OTHERS = ("reduce_scatter", "all_gather", "shift", "reversal", "all_to_all")
 
 
-def other_kernel(kind, p, n, latency=8):
-    """One collective of each PE's n words on a ring of p: the body computes b + 1 first."""
-    mesh = hw.Mesh((p,), ("x",), topology="ring")
-    spec = hw.P() if kind == "all_gather" else hw.P("x")
+def other_kernel(kind, shape, n, latency=8):
+    """One collective of each PE's n words on a ring of shape[0] (a reduce-scatter or an
+    all-gather also over both axes of a torus): the body computes b + 1 first."""
+    names = ("x", "y")[: len(shape)]
+    mesh = hw.Mesh(shape, names, topology="ring" if len(shape) == 1 else "torus")
+    p = shape[0]
+    group = names if len(names) > 1 else names[0]
+    spec = hw.P() if kind == "all_gather" else hw.P(names)
 
     def collective(v):
         if kind == "reduce_scatter":
-            return hw.psum_scatter(v, "x", tiled=True)
+            return hw.psum_scatter(v, group, tiled=True)
         if kind == "all_gather":
-            return hw.all_gather(v, "x", tiled=True)
+            return hw.all_gather(v, group, tiled=True)
         if kind == "shift":
             return hw.ppermute(v, "x", [(i, (i + 1) % p) for i in range(p)])
         if kind == "reversal":
@@ -91,11 +96,11 @@ def other_kernel(kind, p, n, latency=8):
         return hw.all_to_all(v, "x", 0, 0, tiled=True)
 
     @hw.kernel(mesh=mesh, link=hw.LinkConfig(latency=latency), tile={"i": min(n, 256)})
-    def moved(a: hw.Array[int32, n * p]):
+    def moved(a: hw.Array[int32, n * math.prod(shape)]):
         def body(b):
             return collective(hw.map(n, lambda i: b[i] + 1))
 
-        return hw.shard_map(body, mesh=mesh, in_specs=hw.P("x"), out_specs=spec)(a)
+        return hw.shard_map(body, mesh=mesh, in_specs=hw.P(names), out_specs=spec)(a)
 
     return moved
 
@@ -104,7 +109,7 @@ def run(shape, n, rng, kind="all_reduce", words=4, topology="torus", lanes=1, re
     """One case, verified; `repeats`: simulations of it, whose fastest gives the speed (a
     run of a few thousand cycles takes a few tenths of a second on a shared machine)."""
     p = math.prod(shape)
-    k = kernel(shape, n, topology=topology, lanes=lanes) if kind == "all_reduce" else other_kernel(kind, p, n)
+    k = kernel(shape, n, topology=topology, lanes=lanes) if kind == "all_reduce" else other_kernel(kind, shape, n)
     a = rng.integers(-(2**31), 2**31, size=n * p, dtype=np.int64).astype(np.int32)
     t = time.perf_counter()
     sim = k.verify(a, dram=hw.DramConfig(words_per_cycle=words))
@@ -140,7 +145,8 @@ def run(shape, n, rng, kind="all_reduce", words=4, topology="torus", lanes=1, re
 
 def _phase_name(ph: dict) -> str:
     """e.g. "reduce-scatter x", or "reduce-scatter x,y" for a phase along both axes at once."""
-    return f"{ph['kind'].replace('_', '-')} {','.join(ph.get('axes', [ph['axis']]))}"
+    tours = " tours" if ph.get("tours") else ""
+    return f"{ph['kind'].replace('_', '-')} {','.join(ph.get('axes', [ph['axis']]))}{tours}"
 
 
 def table(rows, kinds=False) -> list:
@@ -241,6 +247,10 @@ def main(argv):
             for n in sizes[:2]:
                 others.append(run((p,), n, rng, kind))
                 print(table(others[-1:], True)[-1], flush=True)
+    for kind in ("reduce_scatter", "all_gather"):  # over both axes of a torus: its tours
+        for n in sizes[:2]:
+            others.append(run((4, 4), n, rng, kind, words=8))
+            print(table(others[-1:], True)[-1], flush=True)
     wides = []
     for shape, n, words, lanes in WIDE[:3] if quick else WIDE:
         wides.append(run(shape, n, rng, words=words, lanes=lanes))
@@ -258,20 +268,23 @@ def main(argv):
         "cycle and 8 cycles' latency, DRAM of 20 cycles' latency and beats of 4 or 8 words (each way).",
         "*unit* is the collective's cycles (its phases', from their first go to the last one's done); the",
         "*link bound*: each PE sends 2(p-1)/p x words over its outgoing links (2 on a ring, 4 on a torus),",
-        "one word per cycle each. A torus all-reduce runs three phases (reduce-scatter, all-reduce, all-gather),",
-        "each staged through DRAM. With beats of 4 words they run along one axis at a time, on 2 of the 4",
-        "links, so the unit reaches at most half of the bound; with beats of 8 words each phase runs half",
-        "the vector along x and half along y at once (x,y), on all 4 links. A mesh without wraparound runs",
-        "each axis' ring one way round a zigzag (0, 2, 3, 1 on an axis of 4) whose hops span two links,",
-        "each link carrying one hop; its corner PEs have one link in per axis, so its bound is twice a",
-        "torus'. Every run is bit-exact against the golden model and predicted = measured.",
+        "one word per cycle each. A torus all-reduce runs as one phase on the torus tours: two rings",
+        "through all of its PEs that together use each link once (docs/mesh.md). With beats of 4 words",
+        "each tour runs one way round, on 2 of the 4 links, so the unit reaches at most half of the",
+        "bound; with beats of 8 words both ways, on all 4 links. A mesh without wraparound runs three",
+        "phases (reduce-scatter, all-reduce, all-gather), each half of the vector along x first and half",
+        "along y first (x,y), each axis' ring one way round a zigzag (0, 2, 3, 1 on an axis of 4) whose",
+        "hops span two links, each link carrying one hop; its corner PEs have one link in per axis, so",
+        "its bound is twice a torus'. Every run is bit-exact against the golden model and predicted =",
+        "measured.",
         "",
         *table(rows),
         "",
         "![efficiency](collectives.png)",
         "",
-        "The other collectives on rings (each PE's n words; an all-gather's result is p n words, a",
-        "reduce-scatter's n / p). The link bound of a permutation or all-to-all: each block's hop-words",
+        "The other collectives on rings, and a reduce-scatter and an all-gather over both axes of a",
+        "4x4 torus (on its tours, DRAM beats of 8 words), each PE's n words (an all-gather's result is",
+        "p n words, a reduce-scatter's n / p). The link bound of a permutation or all-to-all: each block's hop-words",
         "over its shortest way, spread over the ring's 2p links. A permutation of several distances",
         "and an all-to-all run one ring permute per distance, one after another (and a block copy for",
         "the block a PE keeps), so they reach a fraction of their bound:",

@@ -268,7 +268,8 @@ def _head(c) -> str:
         return f"load{_named(c)} {c.dram.name}[{origin} +{list(c.mem.shape)}] -> {c.mem.name}"
     if isinstance(c, Collective):
         steps = [
-            ph.kind if ph.kind == "copy" else f"{ph.kind} along {','.join(ph.axes or (ph.axis,))}" for ph in c.phases
+            ph.kind if ph.kind == "copy" else f"{ph.kind} along {','.join(ph.axes or (ph.axis,))}{_tours(ph)}"
+            for ph in c.phases
         ]
         return f"collective{_named(c)} {c.phases[0].src} -> {c.phases[-1].dst}: {'; '.join(steps)}"
     origin = ", ".join(_expr_str(o) for o in c.origin)
@@ -286,6 +287,11 @@ def _write_str(w) -> str:
     if w.op is None:
         return f"{target} = {_expr_str(w.value)}"
     return f"{target} {w.op.op}= {_expr_str(w.value)}  (first: {_expr_str(w.first)})"
+
+
+def _tours(phase) -> str:
+    """' (torus tours)' for a phase whose rings are the torus tours of its axes."""
+    return " (torus tours)" if getattr(phase, "tour", False) else ""
 
 
 def _named(c) -> str:

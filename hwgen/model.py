@@ -153,6 +153,7 @@ class _Model:
             if ph.kind != "copy":
                 entry.update(op=ph.op, directions=ph.dirs, slice=ph.slice, rounds=ph.rounds)
                 entry.update({"axes": list(ph.axes)} if ph.axes else {})
+                entry.update({"tours": True} if ph.tour else {})
             phases.append({**entry, "cycles": phase_cycles(ph, self.dram)})
         n = self.leaf_cycles(c)
         return n, {"collective": phases, "cycles": n}

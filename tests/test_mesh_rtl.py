@@ -316,45 +316,41 @@ def torus_kernel(kind, shape, axes, m, latency, out=None):
     return k
 
 
-def test_psum_over_both_axes_of_a_2x2_torus_in_three_phases():
-    """psum over (x, y): a reduce-scatter along x, an all-reduce along y of the half each PE
-    then holds, an all-gather along x; each phase on its own axis's links, cycles the sum of
-    the phases'."""
-    a = wide(64 * 4)
+def test_psum_over_both_axes_of_a_2x4_torus_in_three_phases():
+    """psum over (x, y) of axes of different sizes: a reduce-scatter along x, an all-reduce
+    along y of the half each PE then holds, an all-gather along x; each phase on its own
+    axis's links, cycles the sum of the phases'."""
+    a = wide(64 * 8)
     with np.errstate(over="ignore"):
-        want = (a ^ 5).reshape(4, 64).sum(0, dtype=np.int32)
-    sim = torus_kernel("psum", (2, 2), ("x", "y"), 64, 4).verify(a)
+        want = (a ^ 5).reshape(8, 64).sum(0, dtype=np.int32)
+    sim = torus_kernel("psum", (2, 4), ("x", "y"), 64, 4).verify(a)
     check(sim, want)
     kinds = [(ph["kind"], ph["axis"]) for ph in sim.design.report["collective"]["phases"]]
     assert kinds == [("reduce_scatter", "x"), ("all_reduce", "y"), ("all_gather", "x")]
 
 
-def test_torus_all_reduce_runs_both_dimension_orders_at_once_with_wide_beats():
-    """With DRAM beats of 8 words a unit feeds 4 engines: half the vector goes x first, half y
-    first, so each phase keeps all four links busy; same results, fewer cycles, as predicted
-    (also with DRAM latency and jitter that change the timing, never the result)."""
+def test_all_reduce_over_a_2x2_torus_runs_on_its_tours_faster_than_both_orders_at_once():
+    """On a square torus the all-reduce over both axes is one phase on the two torus tours
+    (tests/test_torus_tours.py): on a 2x2 torus each PE's next and previous PE along an axis
+    are one PE, on two links. Fewer cycles than the three phases running both dimension
+    orders at once, as predicted; DRAM latency and jitter change the timing, never the result."""
     a = wide(128 * 4)
     want = (a ^ 5).reshape(4, 128).min(0)
     k = torus_kernel("pmin", (2, 2), ("x", "y"), 128, 5)
     sim = k.verify(a, dram=DramConfig(words_per_cycle=8))
     check(sim, want)
-    phases = sim.design.report["collective"]["phases"]
-    assert [(ph["kind"], ph["axes"]) for ph in phases] == [
-        ("reduce_scatter", ["x", "y"]),
-        ("all_reduce", ["y", "x"]),
-        ("all_gather", ["x", "y"]),
-    ]
-    one_order = k.elaborate(dram=DramConfig()).report  # beats of 4 words: one axis at a time
-    assert all("axes" not in ph for ph in one_order["collective"]["phases"])
-    both = sum(ph["cycles"] for ph in sim.design.report["controllers"]["stages"][-1]["collective"])
-    rings = sim.design.plan.rings
-    names = ({"a"}, rings[-1].dst, rings[0].src)
-    alone = _ring_phases(
-        "all_reduce", "min", [("x", "y")], 128, k.mesh, k.link, rings[0].dtype, names, DramConfig(words_per_cycle=8)
-    )
-    assert both < sum(phase_cycles(r, DramConfig(words_per_cycle=8)) for r in alone)
+    (ph,) = sim.design.report["collective"]["phases"]
+    assert ph["tours"] and ph["axes"] == ["x", "y"] and ph["directions"] == 2
+    ring = sim.design.plan.rings[0]
+    names = ({"a"}, ring.dst, ring.src)
+    wide8 = DramConfig(words_per_cycle=8)
+    both = _ring_phases("all_reduce", "min", [("x", "y"), ("y", "x")], 128, k.mesh, k.link, ring.dtype, names, wide8)
+    assert phase_cycles(ring, wide8) < sum(phase_cycles(r, wide8) for r in both)
     jittery = k.verify(a, dram=DramConfig(words_per_cycle=8, latency=33, jitter=9), seed=4)
     np.testing.assert_array_equal(jittery.outputs, want)
+    narrow = k.verify(a)  # beats of 4 words feed two engines: each tour one way round
+    check(narrow, want)
+    assert [(ph["tours"], ph["directions"]) for ph in narrow.design.report["collective"]["phases"]] == [(True, 1)]
 
 
 def test_pmax_along_one_axis_of_a_2x4_torus_rows_are_separate_rings():

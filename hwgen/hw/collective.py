@@ -19,7 +19,13 @@ rings at once, group g on axis g's links and on the g-th of G equal parts of the
 result arrays (each laid out as above), its engines g * dirs .. g * dirs + dirs - 1, its
 coordinate `pe_x` (g = 0) or `pe_x<g>`: the torus all-reduce's dimension orders at once. A
 two-axis reduce-scatter's operand or all-gather's result is instead *spread* (`spread`): its
-groups' parts are the g-th pieces of every final block (see spread_addr).
+groups' parts are the g-th pieces of every final block (see spread_addr). An all-reduce over
+both axes of a k x k torus may instead run as two *tours* (`RingPlan.tour`): each group a
+ring through all p = k * k PEs (tour_position), `pe_x<g>` the PE's position in it; which of
+the PE's links an engine uses then depends on the PE (engine_ports; hw/phases.py wires it).
+A reduce-scatter or all-gather over both axes runs on the tours too: its array of every block
+keeps JAX's blocks, chunk c of group g being the g-th part of the block of the PE at position
+c of its tour (tour_block).
 An engine's chunk c is its half of block c (C words); a slice is S words of a chunk; round j
 works on the slices j*S .. j*S + S - 1 of every chunk. Chunk arithmetic is mod p and goes down
 for engine 0 (chunk(k) = x - k) and up for engine 1 (chunk(k) = x + k).
@@ -145,6 +151,7 @@ class RingPlan:
     order: tuple = ()  # the ring's coordinates in ring order (a zigzag ring), () for 0 .. p - 1
     lanes: int = 1  # words per link beat (the link's words_per_cycle): words moved per cycle
     spread: tuple = ()  # per group, (chunk stride, piece stride) of the array of every block (spread_addr)
+    tour: bool = False  # two groups on the torus tours of `axes` (see tour_position), not along one axis each
 
     @property
     def groups(self) -> int:
@@ -263,15 +270,54 @@ def spread_addr(plan: RingPlan, g: int, c: int, o: int) -> int:
     return (x * cs + (o // P) * ps) * P * plan.groups + g * P + o % P
 
 
-def ring_links(plan: RingPlan) -> list:
-    """(sending, receiving) PE port names of each engine's links along its axis a: an engine
-    of way +1 sends to the next PE (coordinate + 1) and receives from the previous one; of
-    way -1 the other way round."""
-    out = []
-    for h, w in enumerate(plan.ways):
-        a = plan.engine_axis(h)
-        out.append((f"{a}_next_tx", f"{a}_prev_rx") if w > 0 else (f"{a}_prev_tx", f"{a}_next_rx"))
-    return out
+def tour_position(ca: int, cb: int, k: int) -> int:
+    """The position in the torus tour along axis a (then b) of the PE at coordinates ca, cb of
+    a k x k torus: the tour steps +1 along a, except from a PE on the diagonal ca + cb = k - 1
+    (mod k), where it steps +1 along b. It visits row cb = 0, 1, ... in turn, each whole, from
+    its PE with ca + cb = 0 (mod k), so it is a ring through all k * k PEs, and the tours along
+    (a, b) and along (b, a) share no link: a unit of two groups runs an all-reduce over both
+    axes as one ring phase on all four links of every PE (`RingPlan.tour`)."""
+    return cb * k + (ca + cb) % k
+
+
+def tour_block(plan: RingPlan, g: int, c: int) -> int:
+    """The block of the PE at position c of group g's tour (tour_position; group g along
+    axes[g], turning along the other), numbered over the plan's two axes in their order, the
+    first major (as JAX numbers a group): a reduce-scatter's or all-gather's chunk c of group g
+    is that block's part."""
+    k = math.isqrt(plan.p)
+    cb = c // k
+    coord = {plan.axes[g]: (c - cb) % k, plan.axes[1 - g]: cb}
+    return coord[plan.axes[0]] * k + coord[plan.axes[1]]
+
+
+@dataclass(frozen=True)
+class LinkPort:
+    """A link port an engine uses: on every PE (`diag` None), or only on the PEs whose
+    coordinates along the plan's two axes sum to `diag` (mod their size; `on`), or on all
+    the others (not `on`): the turns of a torus tour."""
+
+    name: str
+    diag: int | None = None
+    on: bool = True
+
+
+def engine_ports(plan: RingPlan, h: int) -> tuple:
+    """(sends, receives) of engine h: the LinkPorts it sends to and receives from. An engine of
+    way +1 along axis a sends to the next PE (coordinate + 1, port `<a>_next_tx`) and receives
+    from the previous one (`<a>_prev_rx`); of way -1 the other way round. An engine of a tour
+    (group g along a = axes[g], turning along b, the other axis, tour_position) goes along b
+    instead where its tour turns: it sends along b on the diagonal k - 1 (way +1; way -1: 0)
+    and receives along b on the diagonal 0 (way -1: k - 1)."""
+    way, a = plan.ways[h], plan.engine_axis(h)
+    ahead, back = ("next", "prev") if way > 0 else ("prev", "next")
+    if not plan.tour:
+        return (LinkPort(f"{a}_{ahead}_tx"),), (LinkPort(f"{a}_{back}_rx"),)
+    b, k = plan.axes[1 - h // plan.dirs], math.isqrt(plan.p)
+    turn_out, turn_in = (k - 1, 0) if way > 0 else (0, k - 1)
+    sends = (LinkPort(f"{b}_{ahead}_tx", turn_out), LinkPort(f"{a}_{ahead}_tx", turn_out, False))
+    receives = (LinkPort(f"{b}_{back}_rx", turn_in), LinkPort(f"{a}_{back}_rx", turn_in, False))
+    return sends, receives
 
 
 def blocks_of(shift, p: int) -> int:
@@ -336,6 +382,10 @@ class RingCollective(wiring.Component):
             raise ValueError(f"unknown ring collective {plan.kind!r} / operation {plan.op!r}")
         if plan.groups > 1 and (plan.kind == "permute" or plan.src_shift is not None or plan.dst_shift is not None):
             raise ValueError("a unit of several groups runs an all-reduce, reduce-scatter or all-gather")
+        if plan.tour and (plan.groups != 2 or plan.kind == "permute" or plan.order or math.isqrt(p) ** 2 != p):
+            raise ValueError("torus tours are the two groups of a collective over both axes of a k x k torus")
+        if plan.tour and plan.spread:
+            raise ValueError("torus tours keep every block whole in DRAM, not spread")
         if p < 2 or plan.dirs not in (1, 2) or n % (p * H):
             raise ValueError(f"a ring collective of {n} words needs p >= 2 and 1 or 2 directions dividing it")
         w = plan.lanes
@@ -873,7 +923,9 @@ class _Turns:
         part (at g * dirs * C * p when the array has every block, else at g * dirs * C),
         chunk c's half of engine h (the group's engine j) at b * dirs * C + j * C when the
         array has every block, b = c (on a zigzag ring b = order[c]: chunk c is the block of
-        the PE at ring position c), else at j * C; in a spread array of every block, word
+        the PE at ring position c), else at j * C; in a reduce-scatter's or all-gather's array
+        of every block on torus tours, at tour_block(g, c) * F + h * C (every block holds a
+        part of each engine, F = p blocks' words / p); in a spread array of every block, word
         j * C + inner of the group's chunk c as spread_addr says (pieces of a power of two
         words: a shift and a mask)."""
         plan = self.unit.plan
@@ -885,6 +937,8 @@ class _Turns:
                 lg = P.bit_length() - 1
                 o = walk.inner + j * plan.chunk
                 a = walk.dbase + (o >> lg) * (walk.spread[1] * P * plan.groups) + (g * P) + o[:lg]
+            elif plan.tour and self.every and plan.kind != "all_reduce":  # dbase: the block's
+                a = walk.inner + (h * plan.chunk) + walk.dbase
             else:
                 part = plan.dirs * plan.chunk * (plan.p if self.every else 1)
                 a = walk.inner + (g * part + j * plan.chunk)
@@ -924,6 +978,11 @@ class _Walk:
         if self.spread:
             F = spread_piece(plan) * plan.groups
             self.bases = [(plan.order[c] if plan.order else c) * self.spread[0] * F for c in range(plan.p)]
+            self.dbase = Signal(range(plan.n + 1), name=f"{name}_dbase")
+        elif plan.tour and spread and plan.kind != "all_reduce":
+            # chunk c is the group's part of the block of the PE at tour position c
+            g, F = engine.h // plan.dirs, plan.n // plan.p
+            self.bases = [tour_block(plan, g, c) * F for c in range(plan.p)]
             self.dbase = Signal(range(plan.n + 1), name=f"{name}_dbase")
         elif plan.order:
             self.bases = [b * self.C for b in plan.order]

@@ -14,9 +14,13 @@ on the PE's links of that axis: one pair per direction, `<a>_next_tx` / `<a>_pre
 and from the neighbours at coordinate +1 and -1 along a) and, when some phase on a runs both
 ways, `<a>_prev_tx` / `<a>_next_rx`. The phases on one axis share its links: one phase runs
 at a time, and an idle unit neither shows a word to a link nor takes one, so the streams are
-combined with ORs.
+combined with ORs. A unit on the torus tours (`RingPlan.tour`) uses the links of both its
+axes: at a turn of its tour (a PE whose coordinates along them sum to 0 or k - 1, mod k) an
+engine goes along the other axis (collective.engine_ports), so its streams are chosen by the
+PE's coordinates; the two tours never use one link on one PE.
 
-Members a PE gains (`members`): `pe_<a>: In` its coordinate along each axis a phase uses,
+Members a PE gains (`members`): `pe_<a>: In` its coordinate along each axis a phase uses
+(a unit's `pe_x` is computed from them: its position in the ring),
 `base_<dst>: In(addr)` for every phase's result array, and the links. A phase whose plan has
 a `src_shift` (`dst_shift`) reads (writes) block (x + shift) mod p of its array, x being the
 PE's coordinate along the phase's axis. On a zigzag ring (a plan's `order`: a mesh without
@@ -28,27 +32,41 @@ all-to-all over several axes, numbering the block row-major over them
 
 from __future__ import annotations
 
+import math
+
 from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from ..affine import to_affine
-from .collective import RingCollective, masked, ring_links
+from .collective import RingCollective, engine_ports, masked
 from .copy import BlockCopy, CopyPlan
 from .counters import port_name
 from .link import LinkRx, LinkTx, link_signature
 
 
-def axes_links(rings) -> dict:
-    """axis -> [(sending port, receiving port)] for every direction some phase uses."""
-    out = {}
+def link_pairs(rings) -> list:
+    """The PE's links some phase's engine uses, in order of first use: (sending port,
+    receiving port) pairs, `<a>_next_tx` with `<a>_prev_rx` (the link to the next PE along a
+    and the one from the previous) and `<a>_prev_tx` with `<a>_next_rx`."""
+    out = []
     for r in rings:
         if isinstance(r, CopyPlan):
             continue
-        for h, pair in enumerate(ring_links(r)):
-            if pair not in out.setdefault(r.engine_axis(h), []):
-                out[r.engine_axis(h)].append(pair)
+        for h in range(r.engines):
+            for q in (q for ports in engine_ports(r, h) for q in ports):
+                pair = _pair(q.name)
+                if pair not in out:
+                    out.append(pair)
     return out
+
+
+def _pair(port: str) -> tuple:
+    """The (sending, receiving) port pair of link port `port` (see link_pairs)."""
+    axis, way, _ = port.rsplit("_", 2)
+    tx_way = way if port.endswith("_tx") else {"next": "prev", "prev": "next"}[way]
+    rx_way = {"next": "prev", "prev": "next"}[tx_way]
+    return f"{axis}_{tx_way}_tx", f"{axis}_{rx_way}_rx"
 
 
 def members(rings, addr_bits: int) -> dict:
@@ -64,10 +82,9 @@ def members(rings, addr_bits: int) -> dict:
                 out[f"pe_{a}"] = In(range(q))
         out[f"base_{r.dst}"] = In(addr_bits)
     bits, lanes = rings[0].dtype.bits, _lanes(rings)
-    for links in axes_links(rings).values():
-        for tx, rx in links:
-            out[tx] = Out(link_signature(bits, lanes))
-            out[rx] = In(link_signature(bits, lanes))
+    for tx, rx in link_pairs(rings):
+        out[tx] = Out(link_signature(bits, lanes))
+        out[rx] = In(link_signature(bits, lanes))
     return out
 
 
@@ -127,7 +144,7 @@ def elaborate(m, pe, stages: list, bases: dict) -> None:
         for r, coll in zip(rs, cs):
             m.submodules[f"ring{k}"] = coll
             k += 1
-            x = _position(getattr(pe, f"pe_{r.axis}"), r.order)
+            x = _ring_position(pe, r, 0)
             block = r.words if isinstance(r, CopyPlan) else r.n // r.p
             m.d.comb += [
                 coll.go.eq(go),
@@ -137,24 +154,38 @@ def elaborate(m, pe, stages: list, bases: dict) -> None:
             m.d.comb += coll.pe_x.eq(x)
             if masked(r):
                 m.d.comb += coll.receives.eq(_receives(pe, r))
-            for g, a in enumerate(getattr(r, "axes", ())[1:], 1):
-                m.d.comb += getattr(coll, f"pe_x{g}").eq(_position(getattr(pe, f"pe_{a}"), r.order))
+            for g in range(1, getattr(r, "groups", 1)):
+                m.d.comb += getattr(coll, f"pe_x{g}").eq(_ring_position(pe, r, g))
             go = coll.done
         m.d.comb += stage.finished.eq(go)
-    bits = rings[0].dtype.bits
-    for links in axes_links(rings).values():
-        on = [(r, c) for r, c in zip(rings, colls) if not isinstance(r, CopyPlan)]
-        for pair in links:
-            txname, rxname = pair
-            users = [(r, c, h) for r, c in on for h, q in enumerate(ring_links(r)) if q == pair]
-            depth, latency = max(r.depth for r, _, _ in users), users[0][0].latency
-            users = [(c, h) for _, c, h in users]
-            m.submodules[f"{txname}"] = tx = LinkTx(bits, _lanes(rings), depth, latency)
-            m.submodules[f"{rxname}"] = rx = LinkRx(bits, _lanes(rings), depth, latency)
-            txs = [getattr(c, f"tx{h}") for c, h in users]
-            _share(m, txs, tx.i, [getattr(c, f"rx{h}") for c, h in users], rx.o)
-            wiring.connect(m, tx.link, wiring.flipped(getattr(pe, txname)))
-            wiring.connect(m, wiring.flipped(getattr(pe, rxname)), rx.link)
+    _links(m, pe, [(r, c) for r, c in zip(rings, colls) if not isinstance(r, CopyPlan)])
+
+
+def _links(m, pe, units: list) -> None:
+    """A LinkTx and a LinkRx for each link pair the ring `units` ((plan, unit) pairs) use,
+    shared by every engine that uses them (see _share)."""
+    plans = [r for r, _ in units]
+    if not plans:  # block copies only: no link is used
+        return
+    bits, lanes = plans[0].dtype.bits, _lanes(plans)
+    users = {}  # port -> [(plan, the engine's stream, the PE is one it uses the port on: None for all)]
+    for r, c in units:
+        for h in range(r.engines):
+            sends, receives = engine_ports(r, h)
+            for q in sends:
+                users.setdefault(q.name, []).append((r, getattr(c, f"tx{h}"), _when(pe, r, q)))
+            for q in receives:
+                users.setdefault(q.name, []).append((r, getattr(c, f"rx{h}"), _when(pe, r, q)))
+    ends = {}  # port -> the stream of its LinkTx's input or its LinkRx's output
+    for txname, rxname in link_pairs(plans):
+        txs, rxs = users.get(txname, []), users.get(rxname, [])
+        depth, latency = max(r.depth for r, _, _ in txs + rxs), (txs + rxs)[0][0].latency
+        m.submodules[txname] = tx = LinkTx(bits, lanes, depth, latency)
+        m.submodules[rxname] = rx = LinkRx(bits, lanes, depth, latency)
+        ends[txname], ends[rxname] = tx.i, rx.o
+        wiring.connect(m, tx.link, wiring.flipped(getattr(pe, txname)))
+        wiring.connect(m, wiring.flipped(getattr(pe, rxname)), rx.link)
+    _share(m, users, ends)
 
 
 def _receives(pe, r):
@@ -213,15 +244,63 @@ def _offset(x, shift, p: int, block: int, order: tuple):
     return out
 
 
-def _share(m, txs: list, link_in, rxs: list, link_out) -> None:
-    """The units' send streams `txs` into one link sender's input, and one receiver's output
-    to the units' receive streams `rxs` (at most one unit is active at a time)."""
-    valid, payload, ready = Const(0, 1), Const(0, len(link_in.payload.as_value())), Const(0, 1)
-    for t in txs:
-        valid = valid | t.valid
-        payload = Mux(t.valid, t.payload.as_value(), payload)
-        m.d.comb += t.ready.eq(link_in.ready)
-    for r in rxs:
-        ready = ready | r.ready
-        m.d.comb += [r.valid.eq(link_out.valid), r.payload.eq(link_out.payload)]
-    m.d.comb += [link_in.valid.eq(valid), link_in.payload.eq(payload), link_out.ready.eq(ready)]
+def _share(m, users: dict, ends: dict) -> None:
+    """Connect the engines' streams to the link ends `ends` (port -> a LinkTx's input or a
+    LinkRx's output) they use (`users`: port -> [(plan, stream, when)]). At most one engine
+    uses a port at a time (one phase runs at a time, and the two tours of a unit use each of
+    the PE's links once), so a sending port takes the OR of its engines' streams, each
+    engine's send stream is ready when the port it uses on this PE is, and a receiving
+    port's output goes to every engine that may use it."""
+    ready = {}  # an engine's stream -> what its ready (send) or valid (receive) is
+    for port, streams in users.items():
+        end = ends[port]
+        if port.endswith("_tx"):
+            valid, payload = Const(0, 1), Const(0, len(end.payload.as_value()))
+            for _, t, when in streams:
+                v = t.valid if when is None else t.valid & when
+                valid, payload = valid | v, Mux(v, t.payload.as_value(), payload)
+                ready.setdefault(id(t), [t, "ready", []])[2].append((end.ready, when))
+            m.d.comb += [end.valid.eq(valid), end.payload.eq(payload)]
+        else:
+            taken = Const(0, 1)
+            for _, r, when in streams:
+                taken = taken | (r.ready if when is None else r.ready & when)
+                ready.setdefault(id(r), [r, "valid", []])[2].append((end, when))
+            m.d.comb += end.ready.eq(taken)
+    for s, field, ends_of in ready.values():
+        if field == "ready":
+            value = Const(0, 1)
+            for r, when in ends_of:
+                value = r if when is None else Mux(when, r, value)
+            m.d.comb += s.ready.eq(value)
+            continue
+        valid, payload = Const(0, 1), Const(0, len(s.payload.as_value()))
+        for end, when in ends_of:
+            valid = end.valid if when is None else Mux(when, end.valid, valid)
+            payload = end.payload if when is None else Mux(when, end.payload.as_value(), payload)
+        m.d.comb += [s.valid.eq(valid), s.payload.eq(payload)]
+
+
+def _when(pe, r, q):
+    """None when the engine of plan `r` uses link port `q` on every PE; else whether it uses it
+    on PE `pe` (a torus tour's turn: the PE's coordinates along the plan's axes sum to q.diag,
+    mod their size, or not)."""
+    if q.diag is None:
+        return None
+    k = math.isqrt(r.p)
+    total = getattr(pe, f"pe_{r.axes[0]}") + getattr(pe, f"pe_{r.axes[1]}")
+    at = (total == q.diag) | (total == q.diag + k)
+    return at if q.on else ~at
+
+
+def _ring_position(pe, r, g: int):
+    """The position of PE `pe` in the ring of group g of phase `r`: its coordinate along the
+    group's axis (its place in a zigzag ring's `order`), or its place in a torus tour
+    (collective.tour_position)."""
+    axes = getattr(r, "axes", ()) or (r.axis,)
+    if getattr(r, "tour", False):
+        k = math.isqrt(r.p)
+        ca, cb = getattr(pe, f"pe_{axes[g]}"), getattr(pe, f"pe_{axes[1 - g]}")
+        total = ca + cb
+        return cb * k + Mux(total >= k, total - k, total)
+    return _position(getattr(pe, f"pe_{axes[g]}"), r.order)

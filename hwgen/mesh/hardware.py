@@ -472,6 +472,17 @@ def _collective(coll, mesh, link, dram, arrays: tuple, refuse, what: str, name: 
         both = _ring_phases(kind, op, orders, m, mesh, link, dtype, names, dram)
         if isinstance(both, list) and _cycles(both, dram) < _cycles(rings, dram):
             rings = both
+    if len(axes) == 2 and mesh.topology == "torus" and len({mesh.shape[a] for a in axes}) == 1:
+        # the torus tours: one ring phase through every PE, on all four links at once
+        k = mesh.shape[axes[0]]
+        tour = ring_plan(
+            *(n, k * k, mesh.hop_latency(axes[0], link.latency), kind, op, dtype, src, dst, dram, axes[0]),
+            axes=axes,
+            lanes=link.words_per_cycle,
+            tour=True,
+        )
+        if tour is not None and _cycles([tour], dram) < _cycles(rings, dram):
+            rings = [tour]
     return CollectivePlan(kind, axes, n, tuple(rings), (), coll.loc)
 
 
@@ -665,6 +676,7 @@ def ring_plan(
     order=(),
     one_way=False,
     lanes=1,
+    tour=False,
 ):
     """The fastest RingPlan (by model.ring_collective_cycles) for a collective `kind` of an
     n-word vector on p PEs (a permute: by the (source, destination) pairs `perm`, one shift;
@@ -673,7 +685,8 @@ def ring_plan(
     in all need, when that is more than one, DRAM beats of at least twice as many words: the
     DRAM side then moves words at twice the rate the engines use them, so a burst of final
     slices never delays the end; a permute goes the shorter way round, or both when that is
-    half the ring; `one_way`: one way only, on a zigzag ring of `order`), and a slice of whole
+    half the ring; `one_way`: one way only, on a zigzag ring of `order`; `tour`: the two
+    groups of `axes` are the torus tours, p being the torus' PEs), and a slice of whole
     link beats dividing the chunk, at most ring_fifo's largest in beats. None when no plan
     fits the DRAM beat (collective.RingCollective's conditions)."""
     from ..model import RING_HOP, ring_collective_cycles
@@ -708,6 +721,7 @@ def ring_plan(
                     axes=axes,
                     order=order,
                     lanes=lanes,
+                    tour=tour,
                 )
                 key = (ring_collective_cycles(plan, dram), -dirs, -s)
                 if best is None or key < best[0]:
@@ -846,6 +860,7 @@ def _phase_report(r) -> dict:
         "kind": r.kind,
         "axis": r.axis,
         **({"axes": list(r.axes)} if r.axes else {}),
+        **({"tours": True} if r.tour else {}),
         "pes": r.p,
         "words": r.n,
         "directions": r.dirs,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..hw.phases import axes_links
+from ..hw.phases import link_pairs
 from ..verilog_names import plain_name
 
 
@@ -40,7 +40,7 @@ def part_modules(design) -> dict:
     if hasattr(design, "components"):  # a pipeline
         return {f"stage{k}": [f"{name}_s{k}"] for k in range(design.plan.p)}
     pe = f"{name}_pe.pe0"
-    links = [n for pairs in axes_links(design.plan.rings).values() for pair in pairs for n in pair]
+    links = [n for pair in link_pairs(design.plan.rings) for n in pair]
     return {
         "pe": [f"{name}_pe"],
         "collective": [plain_name(f"{pe}.ring{k}") for k in range(len(design.plan.rings))],
