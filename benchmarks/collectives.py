@@ -37,7 +37,7 @@ from hwgen import int32
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 SIZES = (1024, 4096, 16384)
 # (shape, DRAM words per cycle, topology): tori also with beats of 8 words, which feed a unit
-# of four engines (both dimension orders at once, every link busy); meshes without wraparound
+# of four engines (each torus tour both ways, every link busy); meshes without wraparound
 MESHES = (
     ((4,), 4, "ring"),
     ((8,), 4, "ring"),
@@ -269,9 +269,9 @@ def main(argv):
         "*unit* is the collective's cycles (its phases', from their first go to the last one's done); the",
         "*link bound*: each PE sends 2(p-1)/p x words over its outgoing links (2 on a ring, 4 on a torus),",
         "one word per cycle each. A torus all-reduce runs as one phase on the torus tours: two rings",
-        "through all of its PEs that together use each link once (docs/mesh.md). With beats of 4 words",
-        "each tour runs one way round, on 2 of the 4 links, so the unit reaches at most half of the",
-        "bound; with beats of 8 words both ways, on all 4 links. A mesh without wraparound runs three",
+        "through all of its PEs that together use each link once (docs/mesh.md), each tour both ways",
+        "round, on all 4 links (an all-reduce's four engines need DRAM beats of 4 words, a reduce-scatter's",
+        "or all-gather's of 8). A mesh without wraparound runs three",
         "phases (reduce-scatter, all-reduce, all-gather), each half of the vector along x first and half",
         "along y first (x,y), each axis' ring one way round a zigzag (0, 2, 3, 1 on an axis of 4) whose",
         "hops span two links, each link carrying one hop; its corner PEs have one link in per axis, so",

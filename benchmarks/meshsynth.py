@@ -5,8 +5,7 @@ docs/mesh_synth.md.
     .venv/bin/python benchmarks/meshsynth.py [SEED ...]      (default: seeds 1 and 2)
 
 The kernel: a 2x2 torus psum over both axes of each PE's block of 64 int32 words plus one
-(three phases: a reduce-scatter along x, an all-reduce along y, an all-gather along x), with
-the default links and DRAM beats. About 5 to 7 minutes a seed.
+(one phase on the torus tours, each one way round), with the default links and DRAM beats. About 5 to 7 minutes a seed.
 """
 
 import sys
@@ -35,7 +34,9 @@ def main(argv) -> int:
     seeds = [int(a) for a in argv] or [1, 2]
     design = psum2.elaborate()
     phases = " + ".join(
-        f"{p['kind'].replace('_', '-')} {p['axis']}" for c in design.report["collectives"] for p in c["phases"]
+        f"{p['kind'].replace('_', '-')} {','.join(p.get('axes', [p['axis']]))}{' tours' if p.get('tours') else ''}"
+        for c in design.report["collectives"]
+        for p in c["phases"]
     )
     header = [
         "| seed | Fmax MHz | PE LUT | PE FF | PE BRAM | collective units LUT / FF | links LUT / FF / BRAM | "

@@ -13,6 +13,7 @@ children is (a loop waiting on a stuck stage is not itself the culprit).
 from __future__ import annotations
 
 from . import ir
+from .hw.collective import along
 from .loops import Collective, Load, Loop, Parallel, Pipe, Store
 
 
@@ -53,7 +54,7 @@ def describe(ctrl) -> str:
     if isinstance(ctrl, Parallel):
         return f"{ctrl.name}, parallel stages"
     if isinstance(ctrl, Collective):
-        kinds = dict.fromkeys(f"{ph.kind.replace('_', '-')} along '{ph.axis}'" for ph in ctrl.phases)
+        kinds = dict.fromkeys(f"{ph.kind.replace('_', '-')} {along(ph)}" for ph in ctrl.phases)
         return f"{ctrl.name}, a collective ({', '.join(kinds)})"
     return ctrl.name
 

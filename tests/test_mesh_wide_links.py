@@ -65,7 +65,7 @@ def expected(kind, v, shape):
     [
         ("psum", (4,), 256, 2, 8, "ring"),  # both ways round, two lanes each
         ("pmin", (4,), 256, 4, 16, "ring"),
-        ("psum", (2, 2), 128, 2, 16, "torus"),  # three phases, each two ways
+        ("psum", (2, 2), 128, 2, 16, "torus"),  # one phase on the torus tours, each two ways
         ("psum_scatter", (4,), 128, 2, 8, "ring"),
         ("all_gather", (4,), 64, 2, 8, "ring"),
         ("ppermute", (4,), 128, 2, 8, "ring"),

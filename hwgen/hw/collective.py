@@ -37,8 +37,12 @@ for engine 0 (chunk(k) = x - k) and up for engine 1 (chunk(k) = x + k).
             operand memory (rows of the W words of a DRAM beat, the whole vector's chunks in
             order).
             The ring starts once every engine's first two items are in; the rest arrive at
-            W / dirs words a cycle per engine, ahead of the ring (it reads at most one word a
-            cycle). When a slice is not a whole number of beats, the operand is read whole
+            W / E words a cycle per engine (E engines), ahead of the ring (it reads at most
+            one word a cycle) when W >= 2 E; an all-reduce's also with W = E (the two items'
+            head start covers the p items of a round's first p - 1 steps, and its last p - 1
+            steps read none). A word waits until its item is in, and a round's counters move
+            on at its last pop even when the next round's send still waits, so a slower load
+            only delays the ring. When a slice is not a whole number of beats, the operand is read whole
             first (chunk by chunk; for a one-way all-reduce whose chunks are not whole beats
             either, in order).
     RING    R = C / S rounds, each of T steps (T = 2p - 2 for an all-reduce, p - 1 for the
@@ -180,7 +184,8 @@ class RingPlan:
 
     @property
     def ways(self) -> tuple:
-        """Each engine's way round: +1 sends to the next PE along its axis, -1 to the previous."""
+        """Each engine's way round: +1 sends to the next PE of its ring (along its axis, or its
+        torus tour), -1 to the previous."""
         return ((1, -1) if self.dirs == 2 else ((-1,) if self.reverse else (1,))) * self.groups
 
     @property
@@ -278,6 +283,14 @@ def tour_position(ca: int, cb: int, k: int) -> int:
     (a, b) and along (b, a) share no link: a unit of two groups runs an all-reduce over both
     axes as one ring phase on all four links of every PE (`RingPlan.tour`)."""
     return cb * k + (ca + cb) % k
+
+
+def along(plan) -> str:
+    """Where a phase (a RingPlan or a CopyPlan) runs, for messages: "along 'x'", or "along 'x'
+    and 'y'" for a unit of several groups ("(torus tours)" when they are the tours)."""
+    axes = getattr(plan, "axes", ()) or (plan.axis,)
+    tours = " (torus tours)" if getattr(plan, "tour", False) else ""
+    return "along " + " and ".join(f"'{a}'" for a in axes) + tours
 
 
 def tour_block(plan: RingPlan, g: int, c: int) -> int:
@@ -678,8 +691,14 @@ class _Engine:
                     self.fwd_need.eq(self.fwd_need + 1),
                     self.cbase.eq(self.next_chunk(self.cbase)),
                 ]
+        # the round's counters move on with its last pop, whether the next round's send is
+        # done then or later (its operand may still be loading)
         rnd, off = Signal.like(self.rnd, name=f"rnd_next{h}"), Signal.like(self.off, name=f"off_next{h}")
-        m.d.comb += [rnd.eq(self.rnd), off.eq(self.off)]
+        items = Signal.like(self.rnd_items, name=f"rnd_items_next{h}")
+        m.d.comb += [rnd.eq(self.rnd), off.eq(self.off), items.eq(self.rnd_items)]
+        with m.If(round_last):
+            m.d.comb += [rnd.eq(self.rnd + 1), off.eq(self.off + S), items.eq(self.rnd_items + plan.load_items())]
+            m.d.sync += [self.rnd.eq(rnd), self.off.eq(off), self.rnd_items.eq(items)]
         with m.If(start):
             m.d.sync += [
                 self.fwd_on.eq(1),
@@ -687,16 +706,8 @@ class _Engine:
                 self.k.eq(0),
                 self.cbase.eq(self.fwd_base),
                 self.snd_ready.eq(0),
-                self.fwd_need.eq(self.rnd_items + 1),
+                self.fwd_need.eq(items + 1),
             ]
-            with m.If(round_last):
-                m.d.comb += [rnd.eq(self.rnd + 1), off.eq(self.off + S)]
-                m.d.sync += [
-                    self.rnd.eq(self.rnd + 1),
-                    self.off.eq(self.off + S),
-                    self.rnd_items.eq(self.rnd_items + plan.load_items()),
-                    self.fwd_need.eq(self.rnd_items + plan.load_items() + 1),
-                ]
         with m.Elif(send_last):
             m.d.sync += self.snd_ready.eq(1)
         with m.If(round_last & ~start):

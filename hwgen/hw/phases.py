@@ -1,15 +1,17 @@
 """The collectives of a mesh PE. Each collective (loops.Collective, a leaf of the program's
 root sequence: a `Stage` in the controller tree) runs its phases one after another:
 RingCollective units (collective.py), and BlockCopy units (copy.py) for the block an
-all-to-all or a permutation keeps, e.g. a psum over two axes of a torus as a reduce-scatter
-along the first, an all-reduce along the second and an all-gather along the first
-(mesh/hardware.py plans them). Each phase unit (`ring<k>`, numbered over all collectives) is
+all-to-all or a permutation keeps, e.g. a psum over two axes of a 2x4 torus as a
+reduce-scatter along the first, an all-reduce along the second and an all-gather along the
+first, or over both axes of a square torus as one phase on its tours (mesh/hardware.py plans
+them). Each phase unit (`ring<k>`, numbered over all collectives) is
 a read and a write client of the PE's DRAM arbiter; a phase reads the array the program
 stored or one an earlier phase wrote (its plan's `src`: a reduction's phase k reads phase
 k - 1's, a permute's phases read the operand or a route's scratch array), and the last
 writes the collective's result, which the program may read after it.
 
-Every phase runs along one mesh axis a (a unit of several groups: each group along its own),
+Every phase runs along one mesh axis a (a unit of several groups: each group along its own;
+torus tours: below),
 on the PE's links of that axis: one pair per direction, `<a>_next_tx` / `<a>_prev_rx` (to
 and from the neighbours at coordinate +1 and -1 along a) and, when some phase on a runs both
 ways, `<a>_prev_tx` / `<a>_next_rx`. The phases on one axis share its links: one phase runs

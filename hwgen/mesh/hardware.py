@@ -15,7 +15,8 @@ the forms):
 Each PE runs the body as an ordinary kernel program over the local blocks, cut at its
 collectives: the part before collective k stores its operand to a DRAM array (`partial`);
 the collective (a loops.Collective in the program's root sequence) runs as phases
-(hw/phases.py), each a RingCollective unit (hw/collective.py) along one axis, or a BlockCopy
+(hw/phases.py), each a RingCollective unit (hw/collective.py) along one axis (or its groups
+along one each, or on the torus tours of two), or a BlockCopy
 (hw/copy.py) of the block a permutation or all-to-all keeps on the PE, into the kernel's
 result array or an array (`collective<k>`) the later parts read (`phase_list`, `_moves`: a
 permute's or all-to-all's routes over several axes pass through scratch arrays `route<k>`;
@@ -684,7 +685,10 @@ def ring_plan(
     words a cycle: one or two directions per group (E engines moving E * lanes words a cycle
     in all need, when that is more than one, DRAM beats of at least twice as many words: the
     DRAM side then moves words at twice the rate the engines use them, so a burst of final
-    slices never delays the end; a permute goes the shorter way round, or both when that is
+    slices never delays the end; an all-reduce's, as many: it reads its operand in the
+    reduce-scatter half of each round and writes its result, a slice per step, in the
+    all-gather half, each at most E * lanes words a cycle, and its load starts two slices
+    ahead; a permute goes the shorter way round, or both when that is
     half the ring; `one_way`: one way only, on a zigzag ring of `order`; `tour`: the two
     groups of `axes` are the torus tours, p being the torus' PEs), and a slice of whole
     link beats dividing the chunk, at most ring_fifo's largest in beats. None when no plan
@@ -706,7 +710,7 @@ def ring_plan(
     for dirs, hops, reverse in ways:
         engines = dirs * groups
         rate = engines * lanes  # words the engines move a cycle
-        if rate > 1 and W < 2 * rate or n % (engines * p) or (n // engines) % W:
+        if rate > 1 and W < dram_words(kind, rate) or n % (engines * p) or (n // engines) % W:
             continue
         chunk = n // engines // p
         if chunk % W and (engines > 1 or kind != "all_reduce") or kind == "all_gather" and W < 2 * rate:
@@ -727,6 +731,13 @@ def ring_plan(
                 if best is None or key < best[0]:
                     best = (key, plan)
     return best and best[1]
+
+
+def dram_words(kind: str, rate: int) -> int:
+    """The DRAM beat (words) a ring unit of collective `kind` whose engines move `rate` words a
+    cycle in all needs, for its cycles to be as the model predicts (see ring_plan): twice the
+    rate, or the rate for an all-reduce."""
+    return rate if kind == "all_reduce" else 2 * rate
 
 
 @dataclass

@@ -21,6 +21,7 @@ from hwgen_sim import harness, runner
 from .. import progress
 from ..dram import DramConfig
 from ..errors import HwgenError, MismatchError, SimulationError, user_loc
+from ..hw.collective import along
 from ..lang.signature import check_args, to_user
 from ..loops import Collective, walk
 from ..stalls import stalled
@@ -214,7 +215,7 @@ def _stalled_units(design, timeline: dict) -> list:
             t, r = timeline.get(unit, {"go": [], "done": []}), phases[unit]
             if len(t["go"]) > len(t["done"]):
                 what = "a block copy" if r.kind == "copy" else f"a ring {r.kind.replace('_', '-')}"
-                out.append(f"{unit}, {what} along '{r.axis}' (phase {j + 1} of {len(rings)} of {name})")
+                out.append(f"{unit}, {what} {along(r)} (phase {j + 1} of {len(rings)} of {name})")
     return out
 
 
