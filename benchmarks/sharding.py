@@ -16,7 +16,7 @@ when smaller; 16 lanes) under three placements:
   cycle model finds that faster, and the plain gather for comparison.
 
 The 4x4 contracted and gathered placements run also with DRAM beats of 8 words, where their
-collectives over both axes run in both dimension orders at once. Parallel efficiency is the
+collectives over both axes run both ways round the torus tours. Parallel efficiency is the
 one-PE kernel's cycles (the same `a @ b`, no mesh, the same DRAM beat) over PEs x
 cycles. The link bound is the report's: the fewest cycles the collectives' words need on
 the links. Collective matmul against all-gather-then-matmul at other shapes is
@@ -150,9 +150,9 @@ def main() -> int:
         "collective matmul when the cycle model finds that faster; the rows marked off force the",
         "plain gather). Tiles of 64 (or",
         "the contraction's share per PE when smaller), 16 lanes, links of one word a cycle and 8",
-        "cycles, DRAM beats of 4 words (8 in the rows that say so: a collective over both axes of",
-        "the torus then runs half of every block in each dimension order at once, on all four",
-        "links). Parallel efficiency is the one-PE kernel's cycles (with the same DRAM beat) over",
+        "cycles, DRAM beats of 4 words (8 in the rows that say so). A collective over both axes of",
+        "a square torus runs on its torus tours: one way round with beats of 4 words, both ways, on",
+        "all four links, with 8. Parallel efficiency is the one-PE kernel's cycles (with the same DRAM beat) over",
         "PEs x cycles; the link bound is the fewest cycles the collectives' words need on the links.",
         "",
         *header,

@@ -120,3 +120,15 @@ def test_dram_beats_too_narrow_for_the_links_are_refused_with_the_users_line():
     assert "links of 4 words a cycle need DRAM beats of at least 8 words" in e.value.message
     assert open(__file__).read().splitlines()[e.value.line - 1].endswith("# L:narrow")
     k.elaborate(dram=DramConfig(words_per_cycle=8))  # wide enough
+
+    @hw.kernel(mesh=mesh, link=hw.LinkConfig(words_per_cycle=4))
+    def r(a: hw.Array[int32, 256]):
+        def body(b):
+            return hw.psum(b, "x")  # an all-reduce's engines need beats only as wide as their rate
+
+        return hw.shard_map(body, mesh=mesh, in_specs=hw.P("x"), out_specs=hw.P())(a)
+
+    with pytest.raises(hw.UnsupportedError) as e:
+        r.elaborate(dram=DramConfig(words_per_cycle=2))
+    assert "links of 4 words a cycle need DRAM beats of at least 4 words" in e.value.message
+    r.elaborate(dram=DramConfig(words_per_cycle=4))

@@ -38,9 +38,9 @@ for engine 0 (chunk(k) = x - k) and up for engine 1 (chunk(k) = x + k).
             order).
             The ring starts once every engine's first two items are in; the rest arrive at
             W / E words a cycle per engine (E engines), ahead of the ring (it reads at most
-            one word a cycle) when W >= 2 E; an all-reduce's also with W = E (the two items'
-            head start covers the p items of a round's first p - 1 steps, and its last p - 1
-            steps read none). A word waits until its item is in, and a round's counters move
+            one word a cycle) when W >= 2 E; an all-reduce's also with W = E (it reads p
+            items per engine in a round of 2p - 2 steps, and the two items' head start covers
+            the p read in a round's first p - 1 steps). A word waits until its item is in, and a round's counters move
             on at its last pop even when the next round's send still waits, so a slower load
             only delays the ring. When a slice is not a whole number of beats, the operand is read whole
             first (chunk by chunk; for a one-way all-reduce whose chunks are not whole beats

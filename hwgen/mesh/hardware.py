@@ -435,11 +435,13 @@ def _collective(coll, mesh, link, dram, arrays: tuple, refuse, what: str, name: 
     if n % p:
         refuse(f"the ring size {p} must divide the reduced length {n}", coll.loc)
     w = link.words_per_cycle
-    wide = (
-        f"; links of {w} words a cycle need DRAM beats of at least {2 * w} words and blocks of whole link beats"
-        if w > 1
-        else ""
-    )
+
+    def wide(step: str) -> str:  # what links of w words need of a phase of kind `step`
+        if w == 1:
+            return ""
+        beats = dram_words(step, w)
+        return f"; links of {w} words a cycle need DRAM beats of at least {beats} words and blocks of whole link beats"
+
     if kind in ("permute", "all_to_all"):
         # JAX numbers a permutation's group over several axes in the mesh's axis order, an
         # all-to-all's in the order of its axis names
@@ -448,7 +450,7 @@ def _collective(coll, mesh, link, dram, arrays: tuple, refuse, what: str, name: 
         if rings is None:
             raise UnsupportedError(
                 f"cannot {what} kernel '{name}': the {coll.kind} over {', '.join(axes)} moves blocks of "
-                f"{n // p} words, which must be a multiple of the DRAM beat ({dram.words_per_cycle} words){wide}",
+                f"{n // p} words, which must be a multiple of the DRAM beat ({dram.words_per_cycle} words){wide(kind)}",
                 coll.loc,
             )
         return CollectivePlan(kind, axes, n, tuple(rings), tuple(perm), coll.loc)
@@ -460,7 +462,7 @@ def _collective(coll, mesh, link, dram, arrays: tuple, refuse, what: str, name: 
         raise UnsupportedError(
             f"cannot {what} kernel '{name}': the {step.replace('_', '-')} along '{a}' of "
             f"{whole} words needs each of its {q} blocks to be a multiple of the DRAM beat "
-            f"({dram.words_per_cycle} words){need if step == 'all_gather' else ''}{wide}; make the vector a "
+            f"({dram.words_per_cycle} words){need if step == 'all_gather' else ''}{wide(step)}; make the vector a "
             f"multiple of {q * dram.words_per_cycle} words, or give a DramConfig of narrower beats",
             coll.loc,
         )
@@ -685,10 +687,9 @@ def ring_plan(
     words a cycle: one or two directions per group (E engines moving E * lanes words a cycle
     in all need, when that is more than one, DRAM beats of at least twice as many words: the
     DRAM side then moves words at twice the rate the engines use them, so a burst of final
-    slices never delays the end; an all-reduce's, as many: it reads its operand in the
-    reduce-scatter half of each round and writes its result, a slice per step, in the
-    all-gather half, each at most E * lanes words a cycle, and its load starts two slices
-    ahead; a permute goes the shorter way round, or both when that is
+    slices never delays the end; an all-reduce's, as many: DRAM reads and writes move a beat
+    a cycle each, and it reads p and writes p slices per engine in a round of 2p - 2 steps of
+    a slice each, its load two slices ahead; a permute goes the shorter way round, or both when that is
     half the ring; `one_way`: one way only, on a zigzag ring of `order`; `tour`: the two
     groups of `axes` are the torus tours, p being the torus' PEs), and a slice of whole
     link beats dividing the chunk, at most ring_fifo's largest in beats. None when no plan
